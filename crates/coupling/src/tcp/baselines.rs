@@ -1,0 +1,326 @@
+//! The baselines ctrlTCP is compared with in seed 003 sec. 9.2-9.3 (Fig. 9.2, 9.5), built from the
+//! dissertation's description of them (sec. 2.2.1, 9.2), faults included:
+//!
+//! - [`ETcp`], Ensemble TCP: the ensemble shares one window and is "no more aggressive than a
+//!   single TCP/Reno connection". Every connection's loss halves the shared window (no notion of a
+//!   loss event, so two losses in one event halve it twice), and "when a flow experiences a
+//!   timeout, this forces all other flows to behave in a very conservative manner, i.e. going to
+//!   slow-start from congestion avoidance" (Fig. 9.2(c)): the shared window restarts at one
+//!   segment per connection.
+//! - [`Efcm`], Ensemble Flow Congestion Management: shares state like E-TCP but the aggregate is "as
+//!   aggressive as the combination of separately controlled TCP connections": every connection's
+//!   change of cwnd and ssthresh goes into the shared sums unscaled, so a drop on one connection
+//!   reduces the aggregate by only that connection's half (Fig. 9.2(b): "the aggregate is not
+//!   halved"), and a joining connection's very large initial ssthresh enters the shared ssthresh,
+//!   which "potentially moves all existing flows back into Slow Start from Congestion Avoidance".
+//!
+//! Both answer every UPDATE outside Fast Recovery with the connection's priority-weighted share of
+//! the shared window and ssthresh, as TCP-CCC does.
+
+use super::{share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
+use crate::error::Error;
+use crate::group::FlowId;
+use crate::units::{check_priority, check_window};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Clone, Debug)]
+struct Conn {
+    id: FlowId,
+    p: f64,
+    cwnd: f64,
+    ssthresh: f64,
+    state: TcpState,
+}
+
+/// Connection bookkeeping shared by the two baselines.
+#[derive(Clone, Debug, Default)]
+struct Ensemble {
+    conns: BTreeMap<u64, Conn>,
+    index: HashMap<FlowId, u64>,
+    next_seq: u64,
+    sum_p: f64,
+    sum_cwnd: f64,
+    sum_ssthresh: f64,
+}
+
+impl Ensemble {
+    fn seq(&self, conn: FlowId) -> Result<u64, Error> {
+        self.index.get(&conn).copied().ok_or(Error::UnknownFlow(conn))
+    }
+
+    fn check_register(&self, conn: FlowId, priority: f64, cwnd: f64, ssthresh: f64) -> Result<(), Error> {
+        if self.index.contains_key(&conn) {
+            return Err(Error::DuplicateFlow(conn));
+        }
+        check_priority(priority)?;
+        check_window("cwnd_pkts", cwnd)?;
+        check_window("ssthresh_pkts", ssthresh)?;
+        Ok(())
+    }
+
+    fn insert(&mut self, conn: FlowId, priority: f64) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.sum_p += priority;
+        let c = Conn { id: conn, p: priority, cwnd: 0.0, ssthresh: 0.0, state: TcpState::SlowStart };
+        self.conns.insert(seq, c);
+        self.index.insert(conn, seq);
+        seq
+    }
+
+    /// Assigns the connection its share of the shared window and ssthresh (its own ssthresh while
+    /// the ensemble has none).
+    fn assign(&mut self, seq: u64, own_ssthresh: f64) -> Response {
+        let (sum_cwnd, sum_ssthresh, sum_p) = (self.sum_cwnd, self.sum_ssthresh, self.sum_p);
+        let c = self.conns.get_mut(&seq).expect("registered");
+        c.cwnd = share(c.p, sum_cwnd, sum_p);
+        c.ssthresh = if sum_ssthresh > 0.0 { share(c.p, sum_ssthresh, sum_p) } else { own_ssthresh };
+        Response { cwnd_pkts: c.cwnd, ssthresh_pkts: c.ssthresh }
+    }
+
+    fn remove(&mut self, conn: FlowId) -> Result<Conn, Error> {
+        let seq = self.seq(conn)?;
+        self.index.remove(&conn);
+        let c = self.conns.remove(&seq).expect("registered");
+        self.sum_p -= c.p;
+        if self.conns.is_empty() {
+            *self = Ensemble { next_seq: self.next_seq, ..Ensemble::default() };
+        }
+        Ok(c)
+    }
+
+    fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
+        let seq = self.seq(conn)?;
+        check_priority(priority)?;
+        let c = self.conns.get_mut(&seq).expect("registered");
+        self.sum_p += priority - c.p;
+        c.p = priority;
+        Ok(())
+    }
+
+    fn view(&self, seq: u64) -> ConnView {
+        let c = &self.conns[&seq];
+        ConnView {
+            conn: c.id,
+            priority: c.p,
+            cwnd_pkts: c.cwnd,
+            ssthresh_pkts: c.ssthresh,
+            state: c.state,
+            coordinating: false,
+            handover: None,
+        }
+    }
+}
+
+macro_rules! ensemble_accessors {
+    () => {
+        fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
+            self.e.set_priority(conn, priority)
+        }
+        fn on_ack(&mut self, conn: FlowId, _released: &mut Vec<Release>) -> Result<(), Error> {
+            self.e.seq(conn).map(|_| ())
+        }
+        fn sum_cwnd(&self) -> f64 {
+            self.e.sum_cwnd
+        }
+        fn len(&self) -> usize {
+            self.e.conns.len()
+        }
+        fn conn(&self, conn: FlowId) -> Result<ConnView, Error> {
+            Ok(self.e.view(self.e.seq(conn)?))
+        }
+        fn conns(&self) -> Vec<ConnView> {
+            self.e.conns.keys().map(|s| self.e.view(*s)).collect()
+        }
+    };
+}
+
+/// Ensemble TCP (see module docs).
+#[derive(Clone, Debug, Default)]
+pub struct ETcp {
+    e: Ensemble,
+}
+
+impl ETcp {
+    /// The ensemble's shared ssthresh (0 until the first loss).
+    pub fn sum_ssthresh(&self) -> f64 {
+        self.e.sum_ssthresh
+    }
+}
+
+impl TcpCoupler for ETcp {
+    fn name(&self) -> &'static str {
+        "etcp"
+    }
+
+    /// The first connection's window starts the ensemble; later ones take their share of it
+    /// (RFC 2140 ensemble sharing), so the aggregate stays that of one connection.
+    fn register(&mut self, conn: FlowId, priority: f64, cwnd_pkts: f64, ssthresh_pkts: f64) -> Result<Response, Error> {
+        self.e.check_register(conn, priority, cwnd_pkts, ssthresh_pkts)?;
+        if self.e.conns.is_empty() {
+            self.e.sum_cwnd = cwnd_pkts;
+        }
+        let seq = self.e.insert(conn, priority);
+        Ok(self.e.assign(seq, ssthresh_pkts))
+    }
+
+    fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
+        let seq = self.e.seq(conn)?;
+        u.check()?;
+        let (p, stored, old_state) = {
+            let c = &self.e.conns[&seq];
+            (c.p, c.cwnd, c.state)
+        };
+        self.e.conns.get_mut(&seq).expect("registered").state = u.state;
+        if u.timeout {
+            // Every connection is forced into slow start: one segment each.
+            self.e.sum_ssthresh = (self.e.sum_cwnd / 2.0).max(2.0);
+            self.e.sum_cwnd = self.e.conns.len() as f64;
+        } else if u.state == TcpState::FastRecovery {
+            if old_state != TcpState::FastRecovery {
+                // Every connection's loss halves the shared window: no loss-event aggregation.
+                self.e.sum_cwnd /= 2.0;
+                self.e.sum_ssthresh = self.e.sum_cwnd;
+            }
+            return Ok(None);
+        } else if u.cwnd_pkts > stored {
+            // Slow start: the ensemble grows like one connection's window (doubling per RTT);
+            // congestion avoidance: +1 segment per RTT for the whole ensemble.
+            let scale = if u.state == TcpState::SlowStart { 1.0 } else { p / self.e.sum_p };
+            self.e.sum_cwnd += (u.cwnd_pkts - stored) * scale;
+        }
+        Ok(Some(self.e.assign(seq, u.ssthresh_pkts)))
+    }
+
+    fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
+        self.e.remove(conn).map(|_| ())
+    }
+
+    ensemble_accessors!();
+}
+
+/// Ensemble Flow Congestion Management (see module docs).
+#[derive(Clone, Debug, Default)]
+pub struct Efcm {
+    e: Ensemble,
+}
+
+impl Efcm {
+    pub fn sum_ssthresh(&self) -> f64 {
+        self.e.sum_ssthresh
+    }
+}
+
+impl TcpCoupler for Efcm {
+    fn name(&self) -> &'static str {
+        "efcm"
+    }
+
+    /// A joining connection adds its window and its (initial, often huge) ssthresh to the sums.
+    fn register(&mut self, conn: FlowId, priority: f64, cwnd_pkts: f64, ssthresh_pkts: f64) -> Result<Response, Error> {
+        self.e.check_register(conn, priority, cwnd_pkts, ssthresh_pkts)?;
+        self.e.sum_cwnd += cwnd_pkts;
+        self.e.sum_ssthresh += ssthresh_pkts;
+        let seq = self.e.insert(conn, priority);
+        Ok(self.e.assign(seq, ssthresh_pkts))
+    }
+
+    fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
+        let seq = self.e.seq(conn)?;
+        u.check()?;
+        let (stored_cwnd, stored_ssthresh) = {
+            let c = &self.e.conns[&seq];
+            (c.cwnd, c.ssthresh)
+        };
+        self.e.conns.get_mut(&seq).expect("registered").state = u.state;
+        if u.state == TcpState::FastRecovery {
+            return Ok(None);
+        }
+        // Each connection's own change goes into the sums unscaled: n connections' aggressiveness.
+        self.e.sum_cwnd = (self.e.sum_cwnd + u.cwnd_pkts - stored_cwnd).max(0.0);
+        self.e.sum_ssthresh = (self.e.sum_ssthresh + u.ssthresh_pkts - stored_ssthresh).max(0.0);
+        Ok(Some(self.e.assign(seq, u.ssthresh_pkts)))
+    }
+
+    /// The leaving connection takes its part of the sums with it (the aggregate is n flows).
+    fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
+        let c = self.e.remove(conn)?;
+        if !self.e.conns.is_empty() {
+            self.e.sum_cwnd = (self.e.sum_cwnd - c.cwnd).max(0.0);
+            self.e.sum_ssthresh = (self.e.sum_ssthresh - c.ssthresh).max(0.0);
+        }
+        Ok(())
+    }
+
+    ensemble_accessors!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TcpState::*;
+
+    fn ca(cwnd: f64, ssthresh: f64) -> TcpUpdate {
+        TcpUpdate::new(cwnd, ssthresh, CongestionAvoidance)
+    }
+
+    #[test]
+    fn etcp_timeout_forces_every_connection_into_slow_start() {
+        let mut g = ETcp::default();
+        g.register(FlowId(1), 1.0, 50.0, 1e9).unwrap();
+        g.register(FlowId(2), 1.0, 10.0, 1e9).unwrap();
+        assert_eq!(g.sum_cwnd(), 50.0, "the ensemble is one connection's window");
+        g.update(FlowId(1), TcpUpdate::timeout(1.0, 12.5)).unwrap();
+        let r = g.update(FlowId(2), ca(25.0, 1e9)).unwrap().unwrap();
+        assert_eq!(r.cwnd_pkts, 1.0);
+        assert!(r.ssthresh_pkts > r.cwnd_pkts, "connection 2 is back in slow start");
+    }
+
+    #[test]
+    fn etcp_halves_once_per_connection_loss() {
+        let mut g = ETcp::default();
+        g.register(FlowId(1), 1.0, 40.0, 1e9).unwrap();
+        g.register(FlowId(2), 1.0, 40.0, 1e9).unwrap();
+        g.update(FlowId(1), TcpUpdate::new(20.0, 10.0, FastRecovery)).unwrap();
+        g.update(FlowId(2), TcpUpdate::new(20.0, 10.0, FastRecovery)).unwrap();
+        assert_eq!(g.sum_cwnd(), 10.0, "two losses in one event: halved twice");
+    }
+
+    #[test]
+    fn efcm_does_not_halve_the_aggregate_on_one_drop() {
+        let mut g = Efcm::default();
+        g.register(FlowId(1), 1.0, 50.0, 1e9).unwrap();
+        g.register(FlowId(2), 1.0, 50.0, 1e9).unwrap();
+        g.update(FlowId(1), ca(50.0, 1e9)).unwrap();
+        g.update(FlowId(1), TcpUpdate::new(50.0, 25.0, FastRecovery)).unwrap();
+        g.update(FlowId(1), ca(25.0, 25.0)).unwrap();
+        assert_eq!(g.sum_cwnd(), 75.0);
+    }
+
+    #[test]
+    fn efcm_joining_ssthresh_pushes_existing_flows_into_slow_start() {
+        let mut g = Efcm::default();
+        g.register(FlowId(1), 1.0, 30.0, 20.0).unwrap();
+        g.register(FlowId(2), 1.0, 30.0, 20.0).unwrap();
+        let r = g.update(FlowId(1), ca(30.0, 20.0)).unwrap().unwrap();
+        assert!(r.cwnd_pkts > r.ssthresh_pkts, "in CA before the join");
+        g.register(FlowId(3), 1.0, 10.0, 1e6).unwrap();
+        let r = g.update(FlowId(1), ca(30.0, 20.0)).unwrap().unwrap();
+        assert!(r.ssthresh_pkts > r.cwnd_pkts, "the shared huge ssthresh moves it back to SS");
+    }
+
+    #[test]
+    fn baselines_reject_bad_input_without_change() {
+        for mut g in [Box::new(ETcp::default()) as Box<dyn TcpCoupler>, Box::new(Efcm::default())] {
+            g.register(FlowId(1), 1.0, 10.0, 10.0).unwrap();
+            let before = format!("{g:?}");
+            assert!(g.register(FlowId(1), 1.0, 10.0, 10.0).is_err());
+            assert!(g.register(FlowId(2), f64::NAN, 10.0, 10.0).is_err());
+            assert!(g.update(FlowId(1), ca(f64::NAN, 1.0)).is_err());
+            assert!(g.update(FlowId(2), ca(1.0, 1.0)).is_err());
+            assert!(g.set_priority(FlowId(1), 0.0).is_err());
+            assert!(g.leave(FlowId(2)).is_err());
+            assert_eq!(before, format!("{g:?}"));
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Coupling of TCP congestion windows (seed 003 ch. 7 and 9; the TCP-CCC draft in ch. 11).
+//!
+//! Every coupler implements [`TcpCoupler`]: a connection registers (cid, P, cwnd, ssthresh),
+//! calls UPDATE (cwnd, ssthresh, state, timeout) every time its controller changes cwnd, and leaves
+//! (seed 003 Fig. 9.1). The answer is the cwnd and ssthresh the connection uses from then on; no
+//! answer while the connection is in Fast Recovery. The three couplers:
+//!
+//! - [`TcpCcc`]: ctrlTCP / TCP-CCC (seed 003 Algorithms 5, 6, 7), optionally with the ack-clocked
+//!   handover of a joining connection's share (Algorithm 4).
+//! - [`ETcp`] and [`Efcm`]: the baselines of seed 003 sec. 9.2, with the faults the dissertation
+//!   describes, so experiments can show the difference.
+//!
+//! Windows are in packets (segments) as `f64`, as ns-2's TCP keeps them; a connection must use the
+//! window it was given exactly, because the coordinating connection's next report is compared with
+//! it to tell an increase from a decrease.
+
+mod baselines;
+mod ccc;
+
+pub use baselines::{ETcp, Efcm};
+pub use ccc::TcpCcc;
+
+use crate::error::Error;
+use crate::group::{FlowGroups, FlowId, GroupId, Grouping};
+use crate::units::check_window;
+use std::fmt::Debug;
+
+/// The TCP state machine state a connection reports (seed 003 Table 9.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TcpState {
+    SlowStart,
+    CongestionAvoidance,
+    FastRecovery,
+}
+
+impl TcpState {
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpState::SlowStart => "SS",
+            TcpState::CongestionAvoidance => "CA",
+            TcpState::FastRecovery => "FR",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<TcpState> {
+        match s {
+            "SS" => Some(TcpState::SlowStart),
+            "CA" => Some(TcpState::CongestionAvoidance),
+            "FR" => Some(TcpState::FastRecovery),
+            _ => None,
+        }
+    }
+}
+
+/// The inputs of one UPDATE call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpUpdate {
+    pub cwnd_pkts: f64,
+    pub ssthresh_pkts: f64,
+    pub state: TcpState,
+    /// The connection has just had a retransmission timeout (it reports SS with cwnd = loss window).
+    pub timeout: bool,
+}
+
+impl TcpUpdate {
+    pub fn new(cwnd_pkts: f64, ssthresh_pkts: f64, state: TcpState) -> Self {
+        TcpUpdate { cwnd_pkts, ssthresh_pkts, state, timeout: false }
+    }
+    /// A report right after a retransmission timeout.
+    pub fn timeout(cwnd_pkts: f64, ssthresh_pkts: f64) -> Self {
+        TcpUpdate { cwnd_pkts, ssthresh_pkts, state: TcpState::SlowStart, timeout: true }
+    }
+
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        check_window("cwnd_pkts", self.cwnd_pkts)?;
+        check_window("ssthresh_pkts", self.ssthresh_pkts)?;
+        if self.timeout && self.state != TcpState::SlowStart {
+            return Err(Error::InvalidValue {
+                field: "timeout",
+                value: 1.0,
+                expected: "a timeout to be reported with state SS (TCP enters slow start after an RTO)",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The cwnd and ssthresh the coupler assigns ("send ccc_cwnd(cid) and ccc_ssthresh(cid) to cid").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Response {
+    pub cwnd_pkts: f64,
+    pub ssthresh_pkts: f64,
+}
+
+/// A segment released to a connection in ack-clocked handover (seed 003 Algorithm 4, line 6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Release {
+    pub conn: FlowId,
+    /// The window the connection may now use: the segments released so far, or its full share
+    /// once the handover is done.
+    pub cwnd_pkts: f64,
+    /// The handover of this connection has ended.
+    pub done: bool,
+}
+
+/// A read-only view of a connection's coupled state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConnView {
+    pub conn: FlowId,
+    pub priority: f64,
+    /// ccc_cwnd: the window last assigned to the connection.
+    pub cwnd_pkts: f64,
+    /// ccc_ssthresh.
+    pub ssthresh_pkts: f64,
+    pub state: TcpState,
+    /// The connection is the coordinating connection (CoCo); always false for the baselines.
+    pub coordinating: bool,
+    /// `(released, target)` segments while in ack-clocked handover.
+    pub handover: Option<(u64, f64)>,
+}
+
+/// The interface every TCP coupler offers (seed 003 Fig. 9.1). Errors leave the state unchanged.
+pub trait TcpCoupler: Debug + Send {
+    fn name(&self) -> &'static str;
+    /// Registers a connection with its priority and the cwnd and ssthresh it starts with.
+    fn register(&mut self, conn: FlowId, priority: f64, cwnd_pkts: f64, ssthresh_pkts: f64) -> Result<Response, Error>;
+    /// UPDATE; `None` while the connection is in Fast Recovery.
+    fn update(&mut self, conn: FlowId, update: TcpUpdate) -> Result<Option<Response>, Error>;
+    fn leave(&mut self, conn: FlowId) -> Result<(), Error>;
+    /// Changes a connection's priority; the new share applies from its next UPDATE.
+    fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error>;
+    /// A new acknowledgement arrived for `conn`. Couplers with ack-clocked handover append the
+    /// segments this releases; the others only check `conn`.
+    fn on_ack(&mut self, conn: FlowId, released: &mut Vec<Release>) -> Result<(), Error>;
+    /// The aggregate congestion window the coupler maintains.
+    fn sum_cwnd(&self) -> f64;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn conn(&self, conn: FlowId) -> Result<ConnView, Error>;
+    /// All connections in registration order.
+    fn conns(&self) -> Vec<ConnView>;
+}
+
+/// Which TCP coupler a group runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CouplerKind {
+    /// ctrlTCP / TCP-CCC; `handover` turns on the ack-clocked handover of Algorithm 4.
+    Ccc { handover: bool },
+    ETcp,
+    Efcm,
+}
+
+impl CouplerKind {
+    pub fn build(self) -> Box<dyn TcpCoupler> {
+        match self {
+            CouplerKind::Ccc { handover } => Box::new(TcpCcc::new(handover)),
+            CouplerKind::ETcp => Box::new(ETcp::default()),
+            CouplerKind::Efcm => Box::new(Efcm::default()),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CouplerKind::Ccc { handover: false } => "ccc",
+            CouplerKind::Ccc { handover: true } => "ccc_handover",
+            CouplerKind::ETcp => "etcp",
+            CouplerKind::Efcm => "efcm",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<CouplerKind> {
+        [CouplerKind::Ccc { handover: false }, CouplerKind::Ccc { handover: true }, CouplerKind::ETcp, CouplerKind::Efcm]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+}
+
+/// Many coupled TCP groups with flow grouping: the CCC entity of seed 003 Fig. 9.1 for a host.
+#[derive(Debug)]
+pub struct TcpGroups {
+    default_kind: CouplerKind,
+    groups: FlowGroups<Box<dyn TcpCoupler>>,
+}
+
+impl TcpGroups {
+    pub fn new(default_kind: CouplerKind) -> Self {
+        TcpGroups { default_kind, groups: FlowGroups::default() }
+    }
+
+    /// Creates group `gid` with `kind`, or changes the coupler of an existing empty group.
+    pub fn configure_group(&mut self, gid: GroupId, kind: CouplerKind) -> Result<(), Error> {
+        if self.groups.group(gid).is_ok_and(|g| !g.is_empty()) {
+            return Err(Error::GroupNotEmpty(gid));
+        }
+        self.groups.set_group(gid, kind.build());
+        Ok(())
+    }
+
+    pub fn register(
+        &mut self,
+        conn: FlowId,
+        grouping: &Grouping,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+    ) -> Result<(GroupId, Response), Error> {
+        if self.groups.contains_flow(conn) {
+            return Err(Error::DuplicateFlow(conn));
+        }
+        FlowGroups::<Box<dyn TcpCoupler>>::check(grouping)?;
+        crate::units::check_priority(priority)?;
+        check_window("cwnd_pkts", cwnd_pkts)?;
+        check_window("ssthresh_pkts", ssthresh_pkts)?;
+        let kind = self.default_kind;
+        let gid = self.groups.resolve(grouping, |_| kind.build())?;
+        let group = self.groups.group_mut(gid)?;
+        match group.register(conn, priority, cwnd_pkts, ssthresh_pkts) {
+            Ok(r) => {
+                self.groups.bind(conn, gid);
+                Ok((gid, r))
+            }
+            Err(e) => {
+                if group.is_empty() {
+                    self.groups.remove_group(gid);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    pub fn update(&mut self, conn: FlowId, update: TcpUpdate) -> Result<Option<Response>, Error> {
+        self.groups.group_of_flow_mut(conn)?.1.update(conn, update)
+    }
+
+    pub fn on_ack(&mut self, conn: FlowId, released: &mut Vec<Release>) -> Result<(), Error> {
+        self.groups.group_of_flow_mut(conn)?.1.on_ack(conn, released)
+    }
+
+    pub fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
+        self.groups.group_of_flow_mut(conn)?.1.set_priority(conn, priority)
+    }
+
+    pub fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
+        let (gid, group) = self.groups.group_of_flow_mut(conn)?;
+        group.leave(conn)?;
+        let empty = group.is_empty();
+        self.groups.unbind(conn);
+        if empty {
+            self.groups.remove_group(gid);
+        }
+        Ok(())
+    }
+
+    pub fn group_of(&self, conn: FlowId) -> Result<GroupId, Error> {
+        self.groups.group_of(conn)
+    }
+
+    pub fn group(&self, gid: GroupId) -> Result<&dyn TcpCoupler, Error> {
+        self.groups.group(gid).map(|g| g.as_ref())
+    }
+
+    pub fn group_ids(&self) -> Vec<GroupId> {
+        self.groups.group_ids().collect()
+    }
+}
+
+/// Helpers shared by the couplers' bookkeeping.
+pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
+    if sum_p > 0.0 {
+        p * sum / sum_p
+    } else {
+        0.0
+    }
+}

@@ -1,0 +1,176 @@
+//! Time as integers, passed into every call (smoltcp style): the coupling logic never reads a clock.
+//!
+//! Rates and windows are plain `f64` with the unit in the name (`_bps`, `_pkts`); they are validated
+//! at the API boundary by [`check_rate`] and friends, so the algorithms only ever see finite,
+//! non-negative numbers.
+
+use crate::error::Error;
+use core::fmt;
+use core::ops::{Add, Sub};
+
+/// A point in time in integer nanoseconds since an epoch the caller chooses (the simulator's start,
+/// or a monotonic clock read by the caller).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant {
+    nanos: u64,
+}
+
+/// A span of time in integer nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration {
+    nanos: u64,
+}
+
+impl Instant {
+    pub const ZERO: Instant = Instant { nanos: 0 };
+    pub const fn from_nanos(nanos: u64) -> Self {
+        Instant { nanos }
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        Instant { nanos: ms * 1_000_000 }
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        Instant { nanos: s * 1_000_000_000 }
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.nanos
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.nanos as f64 * 1e-9
+    }
+    /// `self - earlier`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration { nanos: self.nanos.saturating_sub(earlier.nanos) }
+    }
+}
+
+impl Duration {
+    pub const ZERO: Duration = Duration { nanos: 0 };
+    pub const fn from_nanos(nanos: u64) -> Self {
+        Duration { nanos }
+    }
+    pub const fn from_micros(us: u64) -> Self {
+        Duration { nanos: us * 1_000 }
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        Duration { nanos: ms * 1_000_000 }
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        Duration { nanos: s * 1_000_000_000 }
+    }
+    /// Converts seconds given as a float; rejects NaN, infinite and negative values.
+    pub fn try_from_secs_f64(field: &'static str, secs: f64) -> Result<Self, Error> {
+        if !secs.is_finite() || secs < 0.0 || secs * 1e9 > u64::MAX as f64 {
+            return Err(Error::InvalidValue { field, value: secs, expected: "a finite number of seconds >= 0" });
+        }
+        Ok(Duration { nanos: (secs * 1e9).round() as u64 })
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.nanos
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.nanos as f64 * 1e-9
+    }
+    pub const fn saturating_mul(self, k: u64) -> Duration {
+        Duration { nanos: self.nanos.saturating_mul(k) }
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant { nanos: self.nanos.saturating_add(d.nanos) }
+    }
+}
+
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant { nanos: self.nanos.saturating_sub(d.nanos) }
+    }
+}
+
+impl Add for Duration {
+    type Output = Duration;
+    fn add(self, d: Duration) -> Duration {
+        Duration { nanos: self.nanos.saturating_add(d.nanos) }
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.9}s", self.as_secs_f64())
+    }
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.9}s", self.as_secs_f64())
+    }
+}
+
+/// A rate in bit/s: finite and >= 0.
+pub fn check_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
+    if bps.is_finite() && bps >= 0.0 {
+        Ok(bps)
+    } else {
+        Err(Error::InvalidValue { field, value: bps, expected: "a finite rate in bit/s >= 0" })
+    }
+}
+
+/// A desired rate in bit/s: >= 0, and `f64::INFINITY` means "no application limit" (RFC 8699
+/// App. C: "new_DR to be 'infinity' in case of a bulk data transfer").
+pub fn check_desired_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
+    if !bps.is_nan() && bps >= 0.0 {
+        Ok(bps)
+    } else {
+        Err(Error::InvalidValue { field, value: bps, expected: "a rate in bit/s >= 0 (infinity = unlimited)" })
+    }
+}
+
+/// A window in packets (segments): finite and >= 0. Fractions are allowed (ns-2 style double cwnd).
+pub fn check_window(field: &'static str, pkts: f64) -> Result<f64, Error> {
+    if pkts.is_finite() && pkts >= 0.0 {
+        Ok(pkts)
+    } else {
+        Err(Error::InvalidValue { field, value: pkts, expected: "a finite window in packets >= 0" })
+    }
+}
+
+/// A priority: finite and > 0. Only its portion of the group's sum matters (RFC 8699 sec. 5.2).
+pub fn check_priority(p: f64) -> Result<f64, Error> {
+    if p.is_finite() && p > 0.0 {
+        Ok(p)
+    } else {
+        Err(Error::InvalidValue { field: "priority", value: p, expected: "a finite priority > 0" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instant_arithmetic_saturates() {
+        let t = Instant::from_millis(5);
+        assert_eq!((t + Duration::from_millis(2)).as_nanos(), 7_000_000);
+        assert_eq!((t - Duration::from_secs(1)).as_nanos(), 0);
+        assert_eq!(t.saturating_since(Instant::from_secs(1)), Duration::ZERO);
+        assert_eq!(Instant::from_secs(2).saturating_since(t), Duration::from_nanos(1_995_000_000));
+    }
+
+    #[test]
+    fn checks_reject_bad_numbers() {
+        assert!(check_rate("r", f64::NAN).is_err());
+        assert!(check_rate("r", -1.0).is_err());
+        assert!(check_rate("r", f64::INFINITY).is_err());
+        assert_eq!(check_rate("r", 0.0), Ok(0.0));
+        assert_eq!(check_desired_rate("dr", f64::INFINITY), Ok(f64::INFINITY));
+        assert!(check_desired_rate("dr", f64::NAN).is_err());
+        assert!(check_window("w", -0.5).is_err());
+        assert!(check_priority(0.0).is_err());
+        assert!(check_priority(-1.0).is_err());
+        assert!(Duration::try_from_secs_f64("rtt", -0.1).is_err());
+        assert_eq!(Duration::try_from_secs_f64("rtt", 0.1).unwrap(), Duration::from_millis(100));
+    }
+}
