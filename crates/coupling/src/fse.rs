@@ -53,8 +53,12 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 4] =
-        [Algorithm::Active, Algorithm::ConservativeActive, Algorithm::SimplePassive, Algorithm::Passive];
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::Active,
+        Algorithm::ConservativeActive,
+        Algorithm::SimplePassive,
+        Algorithm::Passive,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -97,7 +101,12 @@ pub struct FseUpdate {
 impl FseUpdate {
     /// A bulk-transfer update with no RTT.
     pub fn new(cc_rate_bps: f64, now: Instant) -> Self {
-        FseUpdate { cc_rate_bps, desired_rate_bps: f64::INFINITY, rtt: None, now }
+        FseUpdate {
+            cc_rate_bps,
+            desired_rate_bps: f64::INFINITY,
+            rtt: None,
+            now,
+        }
     }
     pub fn desired(mut self, desired_rate_bps: f64) -> Self {
         self.desired_rate_bps = desired_rate_bps;
@@ -218,18 +227,32 @@ impl FseGroup {
     }
 
     fn view(e: &Entry) -> FlowView {
-        FlowView { flow: e.id, priority: e.priority, fse_rate_bps: e.fse_rate, desired_rate_bps: e.desired }
+        FlowView {
+            flow: e.id,
+            priority: e.priority,
+            fse_rate_bps: e.fse_rate,
+            desired_rate_bps: e.desired,
+        }
     }
 
     fn check_time(&self, now: Instant) -> Result<(), Error> {
         if now < self.last_now {
-            return Err(Error::TimeWentBackwards { now_ns: now.as_nanos(), last_ns: self.last_now.as_nanos() });
+            return Err(Error::TimeWentBackwards {
+                now_ns: now.as_nanos(),
+                last_ns: self.last_now.as_nanos(),
+            });
         }
         Ok(())
     }
 
     /// Validates a registration without changing anything.
-    pub fn check_register(&self, flow: FlowId, priority: f64, initial_rate_bps: f64, now: Instant) -> Result<(), Error> {
+    pub fn check_register(
+        &self,
+        flow: FlowId,
+        priority: f64,
+        initial_rate_bps: f64,
+        now: Instant,
+    ) -> Result<(), Error> {
         if self.index.contains_key(&flow) {
             return Err(Error::DuplicateFlow(flow));
         }
@@ -240,12 +263,28 @@ impl FseGroup {
 
     /// Step (1) of every algorithm: FSE_R (and, passive, DR) start at the controller's initial rate,
     /// which is added to S_CR. Returns the rate the flow should use now.
-    pub fn register(&mut self, flow: FlowId, priority: f64, initial_rate_bps: f64, now: Instant) -> Result<f64, Error> {
+    pub fn register(
+        &mut self,
+        flow: FlowId,
+        priority: f64,
+        initial_rate_bps: f64,
+        now: Instant,
+    ) -> Result<f64, Error> {
         self.check_register(flow, priority, initial_rate_bps, now)?;
         // Active algorithms cap by DR(i); a flow is unlimited until it reports a desired rate.
-        let desired = if self.algorithm.is_active() { f64::INFINITY } else { initial_rate_bps };
+        let desired = if self.algorithm.is_active() {
+            f64::INFINITY
+        } else {
+            initial_rate_bps
+        };
         self.index.insert(flow, self.flows.len());
-        self.flows.push(Entry { id: flow, priority, fse_rate: initial_rate_bps, desired, last_seen: now });
+        self.flows.push(Entry {
+            id: flow,
+            priority,
+            fse_rate: initial_rate_bps,
+            desired,
+            last_seen: now,
+        });
         self.s_cr += initial_rate_bps;
         self.s_p += priority;
         self.sum_fse_r += initial_rate_bps;
@@ -262,10 +301,17 @@ impl FseGroup {
         self.check_time(input.now)?;
         let rtt = match (self.algorithm, input.rtt) {
             (Algorithm::ConservativeActive, None) => {
-                return Err(Error::MissingInput { field: "rtt", algorithm: "the conservative active FSE" })
+                return Err(Error::MissingInput {
+                    field: "rtt",
+                    algorithm: "the conservative active FSE",
+                })
             }
             (Algorithm::ConservativeActive, Some(r)) if r == Duration::ZERO => {
-                return Err(Error::InvalidValue { field: "rtt", value: 0.0, expected: "an RTT > 0" })
+                return Err(Error::InvalidValue {
+                    field: "rtt",
+                    value: 0.0,
+                    expected: "an RTT > 0",
+                })
             }
             (_, r) => r.unwrap_or(Duration::ZERO),
         };
@@ -311,7 +357,10 @@ impl FseGroup {
             }
         };
         self.after_op();
-        Ok(Outcome { rate_bps: rate, assignments: &self.out })
+        Ok(Outcome {
+            rate_bps: rate,
+            assignments: &self.out,
+        })
     }
 
     /// RFC 8699 (draft) Appendix C, step 3 (a)-(e).
@@ -350,12 +399,19 @@ impl FseGroup {
     /// Step (c) of the active algorithms: FSE_R(i) = min(DR(i), P(i) * S_CR / S_P) for all i.
     fn distribute(&mut self) {
         self.out.clear();
-        let scale = if self.s_p > 0.0 { self.s_cr / self.s_p } else { 0.0 };
+        let scale = if self.s_p > 0.0 {
+            self.s_cr / self.s_p
+        } else {
+            0.0
+        };
         let mut sum = 0.0;
         for e in &mut self.flows {
             e.fse_rate = e.desired.min(e.priority * scale);
             sum += e.fse_rate;
-            self.out.push(Assignment { flow: e.id, rate_bps: e.fse_rate });
+            self.out.push(Assignment {
+                flow: e.id,
+                rate_bps: e.fse_rate,
+            });
         }
         self.sum_fse_r = sum;
     }
@@ -367,7 +423,12 @@ impl FseGroup {
 
     /// Changes a flow's priority (seed 003 Fig. 5.13, 6.6). Active algorithms redistribute at once
     /// and return every flow's new rate; passive ones apply it at the flow's next UPDATE.
-    pub fn set_priority(&mut self, flow: FlowId, priority: f64, now: Instant) -> Result<&[Assignment], Error> {
+    pub fn set_priority(
+        &mut self,
+        flow: FlowId,
+        priority: f64,
+        now: Instant,
+    ) -> Result<&[Assignment], Error> {
         let i = *self.index.get(&flow).ok_or(Error::UnknownFlow(flow))?;
         check_priority(priority)?;
         self.check_time(now)?;
@@ -415,8 +476,12 @@ impl FseGroup {
     /// Soft state (RFC 8699 sec. 4): removes flows silent for longer than `timeout` and returns them
     /// in ascending id order.
     pub fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<FlowId> {
-        let mut stale: Vec<FlowId> =
-            self.flows.iter().filter(|e| now.saturating_since(e.last_seen) > timeout).map(|e| e.id).collect();
+        let mut stale: Vec<FlowId> = self
+            .flows
+            .iter()
+            .filter(|e| now.saturating_since(e.last_seen) > timeout)
+            .map(|e| e.id)
+            .collect();
         stale.sort();
         for f in &stale {
             self.leave(*f).expect("stale flow is registered");
@@ -446,7 +511,10 @@ pub struct FseConfig {
 
 impl Default for FseConfig {
     fn default() -> Self {
-        FseConfig { default_algorithm: Algorithm::ConservativeActive, soft_state_timeout: None }
+        FseConfig {
+            default_algorithm: Algorithm::ConservativeActive,
+            soft_state_timeout: None,
+        }
     }
 }
 
@@ -459,7 +527,10 @@ pub struct Fse {
 
 impl Fse {
     pub fn new(config: FseConfig) -> Self {
-        Fse { config, groups: FlowGroups::default() }
+        Fse {
+            config,
+            groups: FlowGroups::default(),
+        }
     }
 
     pub fn config(&self) -> FseConfig {
@@ -499,7 +570,9 @@ impl Fse {
             }
         }
         let algorithm = self.config.default_algorithm;
-        let gid = self.groups.resolve(grouping, |_| FseGroup::new(algorithm))?;
+        let gid = self
+            .groups
+            .resolve(grouping, |_| FseGroup::new(algorithm))?;
         let group = self.groups.group_mut(gid)?;
         if let Err(e) = group.check_register(flow, priority, initial_rate_bps, now) {
             if group.is_empty() {
@@ -517,7 +590,12 @@ impl Fse {
         group.update(flow, input)
     }
 
-    pub fn set_priority(&mut self, flow: FlowId, priority: f64, now: Instant) -> Result<&[Assignment], Error> {
+    pub fn set_priority(
+        &mut self,
+        flow: FlowId,
+        priority: f64,
+        now: Instant,
+    ) -> Result<&[Assignment], Error> {
         let (_, group) = self.groups.group_of_flow_mut(flow)?;
         group.set_priority(flow, priority, now)
     }
@@ -536,7 +614,9 @@ impl Fse {
 
     /// Removes flows silent for longer than the soft-state timeout; returns them by group.
     pub fn expire(&mut self, now: Instant) -> Vec<(GroupId, FlowId)> {
-        let Some(timeout) = self.config.soft_state_timeout else { return Vec::new() };
+        let Some(timeout) = self.config.soft_state_timeout else {
+            return Vec::new();
+        };
         let mut removed = Vec::new();
         for (gid, g) in self.groups.groups_mut() {
             for f in g.expire(now, timeout) {
@@ -588,7 +668,9 @@ mod tests {
         let mut g = FseGroup::new(Algorithm::Active);
         g.register(FlowId(1), 1.0, 1.0 * MBPS, t(0)).unwrap();
         g.register(FlowId(2), 0.5, 1.0 * MBPS, t(0)).unwrap();
-        let out = g.update(FlowId(1), FseUpdate::new(4.0 * MBPS, t(1))).unwrap();
+        let out = g
+            .update(FlowId(1), FseUpdate::new(4.0 * MBPS, t(1)))
+            .unwrap();
         // S_CR = 2 + 4 - 1 = 5, split 2:1.
         assert!((out.rate_bps - 5.0 / 1.5 * MBPS).abs() < 1e-6);
         let r = rates(out.assignments);
@@ -600,8 +682,17 @@ mod tests {
         let mut g = FseGroup::new(Algorithm::Active);
         g.register(FlowId(1), 1.0, 5.0 * MBPS, t(0)).unwrap();
         g.register(FlowId(2), 1.0, 5.0 * MBPS, t(0)).unwrap();
-        let out = g.update(FlowId(1), FseUpdate::new(5.0 * MBPS, t(1)).desired(2.0 * MBPS)).unwrap();
-        assert_eq!(rates(out.assignments), vec![2.0, 5.0], "flow 2 is not capped by flow 1's desired rate");
+        let out = g
+            .update(
+                FlowId(1),
+                FseUpdate::new(5.0 * MBPS, t(1)).desired(2.0 * MBPS),
+            )
+            .unwrap();
+        assert_eq!(
+            rates(out.assignments),
+            vec![2.0, 5.0],
+            "flow 2 is not capped by flow 1's desired rate"
+        );
     }
 
     #[test]
@@ -611,14 +702,20 @@ mod tests {
         g.register(FlowId(1), 1.0, 5.0 * MBPS, t(0)).unwrap();
         g.register(FlowId(2), 1.0, 5.0 * MBPS, t(0)).unwrap();
         // Flow 1 halves: S_CR = 10 * 2.5/5 = 5 (the aggregate halves, like one flow).
-        let out = g.update(FlowId(1), FseUpdate::new(2.5 * MBPS, t(1000)).rtt(rtt)).unwrap();
+        let out = g
+            .update(FlowId(1), FseUpdate::new(2.5 * MBPS, t(1000)).rtt(rtt))
+            .unwrap();
         assert_eq!(rates(out.assignments), vec![2.5, 2.5]);
         assert_eq!(g.timer(), Some(t(1200)));
         // Within 2 RTTs, flow 2's own decrease (same loss event) is ignored.
-        let out = g.update(FlowId(2), FseUpdate::new(1.25 * MBPS, t(1150)).rtt(rtt)).unwrap();
+        let out = g
+            .update(FlowId(2), FseUpdate::new(1.25 * MBPS, t(1150)).rtt(rtt))
+            .unwrap();
         assert_eq!(rates(out.assignments), vec![2.5, 2.5]);
         // After the timer, an increase of I by one of N = 2 flows grows S_CR by I/2.
-        let out = g.update(FlowId(2), FseUpdate::new(3.5 * MBPS, t(1200)).rtt(rtt)).unwrap();
+        let out = g
+            .update(FlowId(2), FseUpdate::new(3.5 * MBPS, t(1200)).rtt(rtt))
+            .unwrap();
         assert_eq!(rates(out.assignments), vec![2.75, 2.75]);
         assert_eq!(g.timer(), None);
     }
@@ -627,7 +724,10 @@ mod tests {
     fn conservative_needs_an_rtt() {
         let mut g = FseGroup::new(Algorithm::ConservativeActive);
         g.register(FlowId(1), 1.0, MBPS, t(0)).unwrap();
-        assert!(matches!(g.update(FlowId(1), FseUpdate::new(MBPS, t(1))), Err(Error::MissingInput { .. })));
+        assert!(matches!(
+            g.update(FlowId(1), FseUpdate::new(MBPS, t(1))),
+            Err(Error::MissingInput { .. })
+        ));
         assert!(matches!(
             g.update(FlowId(1), FseUpdate::new(MBPS, t(1)).rtt(Duration::ZERO)),
             Err(Error::InvalidValue { field: "rtt", .. })
@@ -639,10 +739,16 @@ mod tests {
         let mut g = FseGroup::new(Algorithm::SimplePassive);
         g.register(FlowId(1), 1.0, 4.0 * MBPS, t(0)).unwrap();
         g.register(FlowId(2), 3.0, 4.0 * MBPS, t(0)).unwrap();
-        let out = g.update(FlowId(2), FseUpdate::new(4.0 * MBPS, t(1))).unwrap();
+        let out = g
+            .update(FlowId(2), FseUpdate::new(4.0 * MBPS, t(1)))
+            .unwrap();
         assert!(out.assignments.is_empty());
         assert_eq!(out.rate_bps, 6.0 * MBPS);
-        assert_eq!(g.flow(FlowId(1)).unwrap().fse_rate_bps, 4.0 * MBPS, "flow 1 unchanged until it updates");
+        assert_eq!(
+            g.flow(FlowId(1)).unwrap().fse_rate_bps,
+            4.0 * MBPS,
+            "flow 1 unchanged until it updates"
+        );
     }
 
     #[test]
@@ -653,7 +759,10 @@ mod tests {
         g.update(FlowId(2), FseUpdate::new(MBPS, t(1))).unwrap();
         g.update(FlowId(1), FseUpdate::new(0.0, t(2))).unwrap();
         g.update(FlowId(2), FseUpdate::new(0.0, t(3))).unwrap();
-        let r = g.update(FlowId(1), FseUpdate::new(0.0, t(4))).unwrap().rate_bps;
+        let r = g
+            .update(FlowId(1), FseUpdate::new(0.0, t(4)))
+            .unwrap()
+            .rate_bps;
         assert!(r >= 0.0 && g.sum_calculated_rate() >= 0.0);
     }
 
@@ -686,7 +795,8 @@ mod tests {
         let g = Grouping::Explicit(GroupId(7));
         fse.register(FlowId(1), &g, 1.0, MBPS, t(0)).unwrap();
         fse.register(FlowId(2), &g, 1.0, MBPS, t(0)).unwrap();
-        fse.update(FlowId(2), FseUpdate::new(MBPS, t(1500))).unwrap();
+        fse.update(FlowId(2), FseUpdate::new(MBPS, t(1500)))
+            .unwrap();
         assert_eq!(fse.expire(t(2001)), vec![(GroupId(7), FlowId(1))]);
         assert!(fse.group_of(FlowId(1)).is_err());
         assert_eq!(fse.expire(t(3501)), vec![(GroupId(7), FlowId(2))]);
@@ -702,8 +812,12 @@ mod tests {
         assert!(g.register(FlowId(2), 0.0, MBPS, t(10)).is_err());
         assert!(g.register(FlowId(2), 1.0, f64::NAN, t(10)).is_err());
         assert!(g.update(FlowId(1), FseUpdate::new(-1.0, t(11))).is_err());
-        assert!(g.update(FlowId(1), FseUpdate::new(f64::INFINITY, t(11))).is_err());
-        assert!(g.update(FlowId(1), FseUpdate::new(1.0, t(11)).desired(f64::NAN)).is_err());
+        assert!(g
+            .update(FlowId(1), FseUpdate::new(f64::INFINITY, t(11)))
+            .is_err());
+        assert!(g
+            .update(FlowId(1), FseUpdate::new(1.0, t(11)).desired(f64::NAN))
+            .is_err());
         assert!(g.update(FlowId(1), FseUpdate::new(1.0, t(9))).is_err());
         assert!(g.update(FlowId(9), FseUpdate::new(1.0, t(11))).is_err());
         assert!(g.set_priority(FlowId(1), f64::NAN, t(11)).is_err());
@@ -714,11 +828,21 @@ mod tests {
     #[test]
     fn fse_register_failure_does_not_create_a_group() {
         let mut fse = Fse::new(FseConfig::default());
-        let err = fse.register(FlowId(1), &Grouping::Configured("uplink".into()), -1.0, MBPS, t(0));
+        let err = fse.register(
+            FlowId(1),
+            &Grouping::Configured("uplink".into()),
+            -1.0,
+            MBPS,
+            t(0),
+        );
         assert!(err.is_err());
         assert!(fse.group_ids().is_empty());
-        fse.register(FlowId(1), &Grouping::Explicit(GroupId(3)), 1.0, MBPS, t(0)).unwrap();
-        assert!(matches!(fse.configure_group(GroupId(3), Algorithm::Passive), Err(Error::GroupNotEmpty(_))));
+        fse.register(FlowId(1), &Grouping::Explicit(GroupId(3)), 1.0, MBPS, t(0))
+            .unwrap();
+        assert!(matches!(
+            fse.configure_group(GroupId(3), Algorithm::Passive),
+            Err(Error::GroupNotEmpty(_))
+        ));
         assert!(matches!(
             fse.register(FlowId(1), &Grouping::Explicit(GroupId(4)), 1.0, MBPS, t(0)),
             Err(Error::DuplicateFlow(_))

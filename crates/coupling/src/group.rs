@@ -79,7 +79,11 @@ pub struct FlowGroups<G> {
 
 impl<G> Default for FlowGroups<G> {
     fn default() -> Self {
-        FlowGroups { groups: BTreeMap::new(), flow_group: HashMap::new(), classifier: Classifier::default() }
+        FlowGroups {
+            groups: BTreeMap::new(),
+            flow_group: HashMap::new(),
+            classifier: Classifier::default(),
+        }
     }
 }
 
@@ -88,7 +92,11 @@ impl<G> FlowGroups<G> {
     pub fn check(grouping: &Grouping) -> Result<(), Error> {
         if let Grouping::Multiplexed { dscp, .. } = grouping {
             if *dscp > 63 {
-                return Err(Error::InvalidValue { field: "dscp", value: *dscp as f64, expected: "a DSCP in 0..=63" });
+                return Err(Error::InvalidValue {
+                    field: "dscp",
+                    value: *dscp as f64,
+                    expected: "a DSCP in 0..=63",
+                });
             }
         }
         Ok(())
@@ -96,7 +104,11 @@ impl<G> FlowGroups<G> {
 
     /// The FGI this grouping resolves to, creating the group with `make` if it does not exist.
     /// Call only after every other input of the registration has been validated.
-    pub fn resolve(&mut self, grouping: &Grouping, make: impl FnOnce(GroupId) -> G) -> Result<GroupId, Error> {
+    pub fn resolve(
+        &mut self,
+        grouping: &Grouping,
+        make: impl FnOnce(GroupId) -> G,
+    ) -> Result<GroupId, Error> {
         Self::check(grouping)?;
         let key = match grouping {
             Grouping::Explicit(gid) => {
@@ -126,7 +138,10 @@ impl<G> FlowGroups<G> {
     }
 
     pub fn group_of(&self, flow: FlowId) -> Result<GroupId, Error> {
-        self.flow_group.get(&flow).copied().ok_or(Error::UnknownFlow(flow))
+        self.flow_group
+            .get(&flow)
+            .copied()
+            .ok_or(Error::UnknownFlow(flow))
     }
 
     pub fn bind(&mut self, flow: FlowId, gid: GroupId) {
@@ -148,7 +163,12 @@ impl<G> FlowGroups<G> {
     /// The group of a registered flow.
     pub fn group_of_flow_mut(&mut self, flow: FlowId) -> Result<(GroupId, &mut G), Error> {
         let gid = self.group_of(flow)?;
-        Ok((gid, self.groups.get_mut(&gid).expect("a bound flow's group exists")))
+        Ok((
+            gid,
+            self.groups
+                .get_mut(&gid)
+                .expect("a bound flow's group exists"),
+        ))
     }
 
     /// Creates (or replaces) the state of a group that has no flows.
@@ -196,12 +216,47 @@ mod tests {
     #[test]
     fn same_five_tuple_and_dscp_share_a_group() {
         let mut g: FlowGroups<()> = FlowGroups::default();
-        let a = g.resolve(&Grouping::Multiplexed { tuple: tuple(1), dscp: 0 }, |_| ()).unwrap();
-        let b = g.resolve(&Grouping::Multiplexed { tuple: tuple(1), dscp: 0 }, |_| ()).unwrap();
-        let c = g.resolve(&Grouping::Multiplexed { tuple: tuple(1), dscp: 46 }, |_| ()).unwrap();
-        let d = g.resolve(&Grouping::Multiplexed { tuple: tuple(2), dscp: 0 }, |_| ()).unwrap();
+        let a = g
+            .resolve(
+                &Grouping::Multiplexed {
+                    tuple: tuple(1),
+                    dscp: 0,
+                },
+                |_| (),
+            )
+            .unwrap();
+        let b = g
+            .resolve(
+                &Grouping::Multiplexed {
+                    tuple: tuple(1),
+                    dscp: 0,
+                },
+                |_| (),
+            )
+            .unwrap();
+        let c = g
+            .resolve(
+                &Grouping::Multiplexed {
+                    tuple: tuple(1),
+                    dscp: 46,
+                },
+                |_| (),
+            )
+            .unwrap();
+        let d = g
+            .resolve(
+                &Grouping::Multiplexed {
+                    tuple: tuple(2),
+                    dscp: 0,
+                },
+                |_| (),
+            )
+            .unwrap();
         assert_eq!(a, b);
-        assert_ne!(a, c, "a different DSCP may be treated differently on the path");
+        assert_ne!(
+            a, c,
+            "a different DSCP may be treated differently on the path"
+        );
         assert_ne!(a, d);
     }
 
@@ -209,9 +264,15 @@ mod tests {
     fn automatic_ids_avoid_explicit_ones() {
         let mut g: FlowGroups<()> = FlowGroups::default();
         g.resolve(&Grouping::Explicit(GroupId(0)), |_| ()).unwrap();
-        let c = g.resolve(&Grouping::Configured("wlan0".into()), |_| ()).unwrap();
+        let c = g
+            .resolve(&Grouping::Configured("wlan0".into()), |_| ())
+            .unwrap();
         assert_ne!(c, GroupId(0));
-        assert_eq!(c, g.resolve(&Grouping::Configured("wlan0".into()), |_| ()).unwrap());
+        assert_eq!(
+            c,
+            g.resolve(&Grouping::Configured("wlan0".into()), |_| ())
+                .unwrap()
+        );
         g.remove_group(c);
         assert!(g.group(c).is_err());
     }
@@ -219,7 +280,15 @@ mod tests {
     #[test]
     fn bad_dscp_is_rejected_without_creating_a_group() {
         let mut g: FlowGroups<()> = FlowGroups::default();
-        let err = g.resolve(&Grouping::Multiplexed { tuple: tuple(1), dscp: 64 }, |_| ()).unwrap_err();
+        let err = g
+            .resolve(
+                &Grouping::Multiplexed {
+                    tuple: tuple(1),
+                    dscp: 64,
+                },
+                |_| (),
+            )
+            .unwrap_err();
         assert!(matches!(err, Error::InvalidValue { field: "dscp", .. }));
         assert_eq!(g.group_ids().count(), 0);
     }

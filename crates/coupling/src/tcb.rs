@@ -111,7 +111,10 @@ fn mean(old: Option<f64>, curr: f64) -> f64 {
 
 impl TcbCache {
     pub fn new(config: TcbConfig) -> Self {
-        TcbCache { config, entries: HashMap::new() }
+        TcbCache {
+            config,
+            entries: HashMap::new(),
+        }
     }
 
     pub fn config(&self) -> TcbConfig {
@@ -134,12 +137,17 @@ impl TcbCache {
     pub fn expire(&mut self, now: Instant) -> usize {
         let before = self.entries.len();
         let expiry = self.config.expiry;
-        self.entries.retain(|_, e| !(e.open.is_empty() && now.saturating_since(e.updated) > expiry));
+        self.entries
+            .retain(|_, e| !(e.open.is_empty() && now.saturating_since(e.updated) > expiry));
         before - self.entries.len()
     }
 
     fn entry(&mut self, key: PeerKey, now: Instant) -> &mut Entry {
-        if self.entries.get(&key).is_some_and(|e| self.is_expired(e, now)) {
+        if self
+            .entries
+            .get(&key)
+            .is_some_and(|e| self.is_expired(e, now))
+        {
             self.entries.remove(&key);
         }
         self.entries.entry(key).or_default()
@@ -156,7 +164,11 @@ impl TcbCache {
         let (srtt, rttvar, rto) = match (e.srtt_ns, e.rttvar_ns) {
             (Some(s), Some(v)) if s > 0.0 => {
                 let rto = Duration::from_nanos((s + 4.0 * v) as u64).max(c.min_rto);
-                (Some(Duration::from_nanos(s as u64)), Some(Duration::from_nanos(v as u64)), Some(rto))
+                (
+                    Some(Duration::from_nanos(s as u64)),
+                    Some(Duration::from_nanos(v as u64)),
+                    Some(rto),
+                )
             }
             _ => (None, None, None),
         };
@@ -170,12 +182,24 @@ impl TcbCache {
             .filter(|w| *w >= c.initial_window_pkts);
             ssthresh = e.ssthresh.filter(|s| *s >= c.min_ssthresh_pkts);
         }
-        TcbInit { mss, pmtu, srtt, rttvar, rto, cwnd_pkts: cwnd, ssthresh_pkts: ssthresh }
+        TcbInit {
+            mss,
+            pmtu,
+            srtt,
+            rttvar,
+            rto,
+            cwnd_pkts: cwnd,
+            ssthresh_pkts: ssthresh,
+        }
     }
 
     /// Opens a connection: returns its initial values and counts it in the ensemble.
     pub fn open(&mut self, key: PeerKey, conn: FlowId, now: Instant) -> Result<TcbInit, Error> {
-        if self.entries.get(&key).is_some_and(|e| e.open.contains_key(&conn)) {
+        if self
+            .entries
+            .get(&key)
+            .is_some_and(|e| e.open.contains_key(&conn))
+        {
             return Err(Error::DuplicateFlow(conn));
         }
         let init = self.lookup(key, now);
@@ -187,7 +211,13 @@ impl TcbCache {
     }
 
     /// The current window of an open connection (ensemble sharing of cwnd).
-    pub fn on_cwnd(&mut self, key: PeerKey, conn: FlowId, cwnd_pkts: f64, now: Instant) -> Result<(), Error> {
+    pub fn on_cwnd(
+        &mut self,
+        key: PeerKey,
+        conn: FlowId,
+        cwnd_pkts: f64,
+        now: Instant,
+    ) -> Result<(), Error> {
         check_window("cwnd_pkts", cwnd_pkts)?;
         let e = self.entries.get_mut(&key).ok_or(Error::UnknownFlow(conn))?;
         let w = e.open.get_mut(&conn).ok_or(Error::UnknownFlow(conn))?;
@@ -197,9 +227,18 @@ impl TcbCache {
     }
 
     /// An RTT sample from any connection to `key` (ensemble `rtt_update`, RFC 6298 sec. 2).
-    pub fn on_rtt_sample(&mut self, key: PeerKey, sample: Duration, now: Instant) -> Result<(), Error> {
+    pub fn on_rtt_sample(
+        &mut self,
+        key: PeerKey,
+        sample: Duration,
+        now: Instant,
+    ) -> Result<(), Error> {
         if sample == Duration::ZERO {
-            return Err(Error::InvalidValue { field: "rtt sample", value: 0.0, expected: "an RTT > 0" });
+            return Err(Error::InvalidValue {
+                field: "rtt sample",
+                value: 0.0,
+                expected: "an RTT > 0",
+            });
         }
         let r = sample.as_nanos() as f64;
         let e = self.entry(key, now);
@@ -220,7 +259,11 @@ impl TcbCache {
     /// An MSS option received in a SYN: cached as the most recent value.
     pub fn on_mss_option(&mut self, key: PeerKey, mss: u32, now: Instant) -> Result<(), Error> {
         if mss == 0 {
-            return Err(Error::InvalidValue { field: "mss", value: 0.0, expected: "an MSS > 0" });
+            return Err(Error::InvalidValue {
+                field: "mss",
+                value: 0.0,
+                expected: "an MSS > 0",
+            });
         }
         let e = self.entry(key, now);
         e.mss = Some(mss);
@@ -231,7 +274,11 @@ impl TcbCache {
     /// A path MTU learned by PMTUD or PLPMTUD: cached as the most recent value.
     pub fn on_pmtu(&mut self, key: PeerKey, pmtu: u32, now: Instant) -> Result<(), Error> {
         if pmtu == 0 {
-            return Err(Error::InvalidValue { field: "pmtu", value: 0.0, expected: "a PMTU > 0" });
+            return Err(Error::InvalidValue {
+                field: "pmtu",
+                value: 0.0,
+                expected: "a PMTU > 0",
+            });
         }
         let e = self.entry(key, now);
         e.pmtu = Some(pmtu);
@@ -240,7 +287,13 @@ impl TcbCache {
     }
 
     /// Closes a connection and merges its state into the cache (temporal sharing).
-    pub fn close(&mut self, key: PeerKey, conn: FlowId, snap: TcbSnapshot, now: Instant) -> Result<(), Error> {
+    pub fn close(
+        &mut self,
+        key: PeerKey,
+        conn: FlowId,
+        snap: TcbSnapshot,
+        now: Instant,
+    ) -> Result<(), Error> {
         if let Some(w) = snap.cwnd_pkts {
             check_window("cwnd_pkts", w)?;
         }
@@ -276,7 +329,10 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
 
-    const PEER: PeerKey = PeerKey { addr: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), port: None };
+    const PEER: PeerKey = PeerKey {
+        addr: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+        port: None,
+    };
 
     fn ms(x: u64) -> Duration {
         Duration::from_millis(x)
@@ -287,26 +343,59 @@ mod tests {
         let mut c = TcbCache::new(TcbConfig::default());
         let t0 = Instant::ZERO;
         c.open(PEER, FlowId(1), t0).unwrap();
-        let snap = TcbSnapshot { srtt: Some(ms(100)), rttvar: Some(ms(20)), cwnd_pkts: Some(40.0), ssthresh_pkts: Some(30.0) };
+        let snap = TcbSnapshot {
+            srtt: Some(ms(100)),
+            rttvar: Some(ms(20)),
+            cwnd_pkts: Some(40.0),
+            ssthresh_pkts: Some(30.0),
+        };
         c.close(PEER, FlowId(1), snap, t0).unwrap();
         c.open(PEER, FlowId(2), t0).unwrap();
-        c.close(PEER, FlowId(2), TcbSnapshot { srtt: Some(ms(200)), rttvar: Some(ms(40)), ..snap }, t0).unwrap();
+        c.close(
+            PEER,
+            FlowId(2),
+            TcbSnapshot {
+                srtt: Some(ms(200)),
+                rttvar: Some(ms(40)),
+                ..snap
+            },
+            t0,
+        )
+        .unwrap();
         let init = c.lookup(PEER, t0);
         assert_eq!(init.srtt, Some(ms(150)));
         assert_eq!(init.rttvar, Some(ms(30)));
-        assert_eq!(init.rto, Some(Duration::from_secs(1)), "150 + 4*30 ms is below the 1 s minimum");
-        assert_eq!((init.cwnd_pkts, init.ssthresh_pkts), (None, None), "cwnd/ssthresh are opt-in");
+        assert_eq!(
+            init.rto,
+            Some(Duration::from_secs(1)),
+            "150 + 4*30 ms is below the 1 s minimum"
+        );
+        assert_eq!(
+            (init.cwnd_pkts, init.ssthresh_pkts),
+            (None, None),
+            "cwnd/ssthresh are opt-in"
+        );
     }
 
     #[test]
     fn opt_in_congestion_sharing_temporal_and_ensemble() {
-        let mut c = TcbCache::new(TcbConfig { share_congestion: true, ..TcbConfig::default() });
+        let mut c = TcbCache::new(TcbConfig {
+            share_congestion: true,
+            ..TcbConfig::default()
+        });
         let t0 = Instant::ZERO;
         c.open(PEER, FlowId(1), t0).unwrap();
-        let snap = TcbSnapshot { cwnd_pkts: Some(40.0), ssthresh_pkts: Some(30.0), ..Default::default() };
+        let snap = TcbSnapshot {
+            cwnd_pkts: Some(40.0),
+            ssthresh_pkts: Some(30.0),
+            ..Default::default()
+        };
         c.close(PEER, FlowId(1), snap, t0).unwrap();
         let init = c.open(PEER, FlowId(2), t0).unwrap();
-        assert_eq!((init.cwnd_pkts, init.ssthresh_pkts), (Some(40.0), Some(30.0)));
+        assert_eq!(
+            (init.cwnd_pkts, init.ssthresh_pkts),
+            (Some(40.0), Some(30.0))
+        );
         c.on_cwnd(PEER, FlowId(2), 60.0, t0).unwrap();
         // Ensemble: a second concurrent connection gets the fair share 60 / 2.
         assert_eq!(c.open(PEER, FlowId(3), t0).unwrap().cwnd_pkts, Some(30.0));
@@ -331,12 +420,19 @@ mod tests {
 
     #[test]
     fn values_below_minimum_defaults_are_not_used() {
-        let mut c = TcbCache::new(TcbConfig { share_congestion: true, ..TcbConfig::default() });
+        let mut c = TcbCache::new(TcbConfig {
+            share_congestion: true,
+            ..TcbConfig::default()
+        });
         let t0 = Instant::ZERO;
         c.on_mss_option(PEER, 200, t0).unwrap();
         c.on_pmtu(PEER, 300, t0).unwrap();
         c.open(PEER, FlowId(1), t0).unwrap();
-        let snap = TcbSnapshot { cwnd_pkts: Some(3.0), ssthresh_pkts: Some(1.0), ..Default::default() };
+        let snap = TcbSnapshot {
+            cwnd_pkts: Some(3.0),
+            ssthresh_pkts: Some(1.0),
+            ..Default::default()
+        };
         c.close(PEER, FlowId(1), snap, t0).unwrap();
         assert_eq!(c.lookup(PEER, t0), TcbInit::default());
         c.on_mss_option(PEER, 1460, t0).unwrap();
@@ -345,13 +441,26 @@ mod tests {
 
     #[test]
     fn entries_expire_unless_connections_are_open() {
-        let mut c = TcbCache::new(TcbConfig { expiry: Duration::from_secs(10), ..TcbConfig::default() });
+        let mut c = TcbCache::new(TcbConfig {
+            expiry: Duration::from_secs(10),
+            ..TcbConfig::default()
+        });
         c.on_mss_option(PEER, 1460, Instant::ZERO).unwrap();
         assert_eq!(c.lookup(PEER, Instant::from_secs(10)).mss, Some(1460));
         assert_eq!(c.lookup(PEER, Instant::from_secs(11)).mss, None);
         c.open(PEER, FlowId(1), Instant::from_secs(11)).unwrap();
-        assert_eq!(c.expire(Instant::from_secs(100)), 0, "an entry with an open connection stays");
-        c.close(PEER, FlowId(1), TcbSnapshot::default(), Instant::from_secs(100)).unwrap();
+        assert_eq!(
+            c.expire(Instant::from_secs(100)),
+            0,
+            "an entry with an open connection stays"
+        );
+        c.close(
+            PEER,
+            FlowId(1),
+            TcbSnapshot::default(),
+            Instant::from_secs(100),
+        )
+        .unwrap();
         assert_eq!(c.expire(Instant::from_secs(111)), 1);
         assert!(c.is_empty());
     }
@@ -362,12 +471,20 @@ mod tests {
         let t0 = Instant::ZERO;
         assert!(c.on_rtt_sample(PEER, Duration::ZERO, t0).is_err());
         assert!(c.on_mss_option(PEER, 0, t0).is_err());
-        assert!(c.close(PEER, FlowId(1), TcbSnapshot::default(), t0).is_err());
+        assert!(c
+            .close(PEER, FlowId(1), TcbSnapshot::default(), t0)
+            .is_err());
         c.open(PEER, FlowId(1), t0).unwrap();
         assert!(c.open(PEER, FlowId(1), t0).is_err());
         assert!(c.on_cwnd(PEER, FlowId(1), f64::NAN, t0).is_err());
-        let bad = TcbSnapshot { cwnd_pkts: Some(-1.0), ..Default::default() };
+        let bad = TcbSnapshot {
+            cwnd_pkts: Some(-1.0),
+            ..Default::default()
+        };
         assert!(c.close(PEER, FlowId(1), bad, t0).is_err());
-        assert!(c.close(PEER, FlowId(1), TcbSnapshot::default(), t0).is_ok(), "still open after the bad close");
+        assert!(
+            c.close(PEER, FlowId(1), TcbSnapshot::default(), t0).is_ok(),
+            "still open after the bad close"
+        );
     }
 }

@@ -27,10 +27,14 @@ impl Instant {
         Instant { nanos }
     }
     pub const fn from_millis(ms: u64) -> Self {
-        Instant { nanos: ms * 1_000_000 }
+        Instant {
+            nanos: ms * 1_000_000,
+        }
     }
     pub const fn from_secs(s: u64) -> Self {
-        Instant { nanos: s * 1_000_000_000 }
+        Instant {
+            nanos: s * 1_000_000_000,
+        }
     }
     pub const fn as_nanos(self) -> u64 {
         self.nanos
@@ -40,7 +44,9 @@ impl Instant {
     }
     /// `self - earlier`, or zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Instant) -> Duration {
-        Duration { nanos: self.nanos.saturating_sub(earlier.nanos) }
+        Duration {
+            nanos: self.nanos.saturating_sub(earlier.nanos),
+        }
     }
 }
 
@@ -53,17 +59,27 @@ impl Duration {
         Duration { nanos: us * 1_000 }
     }
     pub const fn from_millis(ms: u64) -> Self {
-        Duration { nanos: ms * 1_000_000 }
+        Duration {
+            nanos: ms * 1_000_000,
+        }
     }
     pub const fn from_secs(s: u64) -> Self {
-        Duration { nanos: s * 1_000_000_000 }
+        Duration {
+            nanos: s * 1_000_000_000,
+        }
     }
     /// Converts seconds given as a float; rejects NaN, infinite and negative values.
     pub fn try_from_secs_f64(field: &'static str, secs: f64) -> Result<Self, Error> {
         if !secs.is_finite() || secs < 0.0 || secs * 1e9 > u64::MAX as f64 {
-            return Err(Error::InvalidValue { field, value: secs, expected: "a finite number of seconds >= 0" });
+            return Err(Error::InvalidValue {
+                field,
+                value: secs,
+                expected: "a finite number of seconds >= 0",
+            });
         }
-        Ok(Duration { nanos: (secs * 1e9).round() as u64 })
+        Ok(Duration {
+            nanos: (secs * 1e9).round() as u64,
+        })
     }
     pub const fn as_nanos(self) -> u64 {
         self.nanos
@@ -72,28 +88,36 @@ impl Duration {
         self.nanos as f64 * 1e-9
     }
     pub const fn saturating_mul(self, k: u64) -> Duration {
-        Duration { nanos: self.nanos.saturating_mul(k) }
+        Duration {
+            nanos: self.nanos.saturating_mul(k),
+        }
     }
 }
 
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {
-        Instant { nanos: self.nanos.saturating_add(d.nanos) }
+        Instant {
+            nanos: self.nanos.saturating_add(d.nanos),
+        }
     }
 }
 
 impl Sub<Duration> for Instant {
     type Output = Instant;
     fn sub(self, d: Duration) -> Instant {
-        Instant { nanos: self.nanos.saturating_sub(d.nanos) }
+        Instant {
+            nanos: self.nanos.saturating_sub(d.nanos),
+        }
     }
 }
 
 impl Add for Duration {
     type Output = Duration;
     fn add(self, d: Duration) -> Duration {
-        Duration { nanos: self.nanos.saturating_add(d.nanos) }
+        Duration {
+            nanos: self.nanos.saturating_add(d.nanos),
+        }
     }
 }
 
@@ -114,7 +138,11 @@ pub fn check_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
     if bps.is_finite() && bps >= 0.0 {
         Ok(bps)
     } else {
-        Err(Error::InvalidValue { field, value: bps, expected: "a finite rate in bit/s >= 0" })
+        Err(Error::InvalidValue {
+            field,
+            value: bps,
+            expected: "a finite rate in bit/s >= 0",
+        })
     }
 }
 
@@ -124,7 +152,11 @@ pub fn check_desired_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
     if !bps.is_nan() && bps >= 0.0 {
         Ok(bps)
     } else {
-        Err(Error::InvalidValue { field, value: bps, expected: "a rate in bit/s >= 0 (infinity = unlimited)" })
+        Err(Error::InvalidValue {
+            field,
+            value: bps,
+            expected: "a rate in bit/s >= 0 (infinity = unlimited)",
+        })
     }
 }
 
@@ -133,7 +165,11 @@ pub fn check_window(field: &'static str, pkts: f64) -> Result<f64, Error> {
     if pkts.is_finite() && pkts >= 0.0 {
         Ok(pkts)
     } else {
-        Err(Error::InvalidValue { field, value: pkts, expected: "a finite window in packets >= 0" })
+        Err(Error::InvalidValue {
+            field,
+            value: pkts,
+            expected: "a finite window in packets >= 0",
+        })
     }
 }
 
@@ -142,7 +178,11 @@ pub fn check_priority(p: f64) -> Result<f64, Error> {
     if p.is_finite() && p > 0.0 {
         Ok(p)
     } else {
-        Err(Error::InvalidValue { field: "priority", value: p, expected: "a finite priority > 0" })
+        Err(Error::InvalidValue {
+            field: "priority",
+            value: p,
+            expected: "a finite priority > 0",
+        })
     }
 }
 
@@ -156,7 +196,10 @@ mod tests {
         assert_eq!((t + Duration::from_millis(2)).as_nanos(), 7_000_000);
         assert_eq!((t - Duration::from_secs(1)).as_nanos(), 0);
         assert_eq!(t.saturating_since(Instant::from_secs(1)), Duration::ZERO);
-        assert_eq!(Instant::from_secs(2).saturating_since(t), Duration::from_nanos(1_995_000_000));
+        assert_eq!(
+            Instant::from_secs(2).saturating_since(t),
+            Duration::from_nanos(1_995_000_000)
+        );
     }
 
     #[test]
@@ -171,6 +214,9 @@ mod tests {
         assert!(check_priority(0.0).is_err());
         assert!(check_priority(-1.0).is_err());
         assert!(Duration::try_from_secs_f64("rtt", -0.1).is_err());
-        assert_eq!(Duration::try_from_secs_f64("rtt", 0.1).unwrap(), Duration::from_millis(100));
+        assert_eq!(
+            Duration::try_from_secs_f64("rtt", 0.1).unwrap(),
+            Duration::from_millis(100)
+        );
     }
 }

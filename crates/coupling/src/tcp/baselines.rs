@@ -45,10 +45,19 @@ struct Ensemble {
 
 impl Ensemble {
     fn seq(&self, conn: FlowId) -> Result<u64, Error> {
-        self.index.get(&conn).copied().ok_or(Error::UnknownFlow(conn))
+        self.index
+            .get(&conn)
+            .copied()
+            .ok_or(Error::UnknownFlow(conn))
     }
 
-    fn check_register(&self, conn: FlowId, priority: f64, cwnd: f64, ssthresh: f64) -> Result<(), Error> {
+    fn check_register(
+        &self,
+        conn: FlowId,
+        priority: f64,
+        cwnd: f64,
+        ssthresh: f64,
+    ) -> Result<(), Error> {
         if self.index.contains_key(&conn) {
             return Err(Error::DuplicateFlow(conn));
         }
@@ -62,7 +71,13 @@ impl Ensemble {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.sum_p += priority;
-        let c = Conn { id: conn, p: priority, cwnd: 0.0, ssthresh: 0.0, state: TcpState::SlowStart };
+        let c = Conn {
+            id: conn,
+            p: priority,
+            cwnd: 0.0,
+            ssthresh: 0.0,
+            state: TcpState::SlowStart,
+        };
         self.conns.insert(seq, c);
         self.index.insert(conn, seq);
         seq
@@ -74,8 +89,15 @@ impl Ensemble {
         let (sum_cwnd, sum_ssthresh, sum_p) = (self.sum_cwnd, self.sum_ssthresh, self.sum_p);
         let c = self.conns.get_mut(&seq).expect("registered");
         c.cwnd = share(c.p, sum_cwnd, sum_p);
-        c.ssthresh = if sum_ssthresh > 0.0 { share(c.p, sum_ssthresh, sum_p) } else { own_ssthresh };
-        Response { cwnd_pkts: c.cwnd, ssthresh_pkts: c.ssthresh }
+        c.ssthresh = if sum_ssthresh > 0.0 {
+            share(c.p, sum_ssthresh, sum_p)
+        } else {
+            own_ssthresh
+        };
+        Response {
+            cwnd_pkts: c.cwnd,
+            ssthresh_pkts: c.ssthresh,
+        }
     }
 
     fn remove(&mut self, conn: FlowId) -> Result<Conn, Error> {
@@ -84,7 +106,10 @@ impl Ensemble {
         let c = self.conns.remove(&seq).expect("registered");
         self.sum_p -= c.p;
         if self.conns.is_empty() {
-            *self = Ensemble { next_seq: self.next_seq, ..Ensemble::default() };
+            *self = Ensemble {
+                next_seq: self.next_seq,
+                ..Ensemble::default()
+            };
         }
         Ok(c)
     }
@@ -155,8 +180,15 @@ impl TcpCoupler for ETcp {
 
     /// The first connection's window starts the ensemble; later ones take their share of it
     /// (RFC 2140 ensemble sharing), so the aggregate stays that of one connection.
-    fn register(&mut self, conn: FlowId, priority: f64, cwnd_pkts: f64, ssthresh_pkts: f64) -> Result<Response, Error> {
-        self.e.check_register(conn, priority, cwnd_pkts, ssthresh_pkts)?;
+    fn register(
+        &mut self,
+        conn: FlowId,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+    ) -> Result<Response, Error> {
+        self.e
+            .check_register(conn, priority, cwnd_pkts, ssthresh_pkts)?;
         if self.e.conns.is_empty() {
             self.e.sum_cwnd = cwnd_pkts;
         }
@@ -186,7 +218,11 @@ impl TcpCoupler for ETcp {
         } else if u.cwnd_pkts > stored {
             // Slow start: the ensemble grows like one connection's window (doubling per RTT);
             // congestion avoidance: +1 segment per RTT for the whole ensemble.
-            let scale = if u.state == TcpState::SlowStart { 1.0 } else { p / self.e.sum_p };
+            let scale = if u.state == TcpState::SlowStart {
+                1.0
+            } else {
+                p / self.e.sum_p
+            };
             self.e.sum_cwnd += (u.cwnd_pkts - stored) * scale;
         }
         Ok(Some(self.e.assign(seq, u.ssthresh_pkts)))
@@ -217,8 +253,15 @@ impl TcpCoupler for Efcm {
     }
 
     /// A joining connection adds its window and its (initial, often huge) ssthresh to the sums.
-    fn register(&mut self, conn: FlowId, priority: f64, cwnd_pkts: f64, ssthresh_pkts: f64) -> Result<Response, Error> {
-        self.e.check_register(conn, priority, cwnd_pkts, ssthresh_pkts)?;
+    fn register(
+        &mut self,
+        conn: FlowId,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+    ) -> Result<Response, Error> {
+        self.e
+            .check_register(conn, priority, cwnd_pkts, ssthresh_pkts)?;
         self.e.sum_cwnd += cwnd_pkts;
         self.e.sum_ssthresh += ssthresh_pkts;
         let seq = self.e.insert(conn, priority);
@@ -269,11 +312,18 @@ mod tests {
         let mut g = ETcp::default();
         g.register(FlowId(1), 1.0, 50.0, 1e9).unwrap();
         g.register(FlowId(2), 1.0, 10.0, 1e9).unwrap();
-        assert_eq!(g.sum_cwnd(), 50.0, "the ensemble is one connection's window");
+        assert_eq!(
+            g.sum_cwnd(),
+            50.0,
+            "the ensemble is one connection's window"
+        );
         g.update(FlowId(1), TcpUpdate::timeout(1.0, 12.5)).unwrap();
         let r = g.update(FlowId(2), ca(25.0, 1e9)).unwrap().unwrap();
         assert_eq!(r.cwnd_pkts, 1.0);
-        assert!(r.ssthresh_pkts > r.cwnd_pkts, "connection 2 is back in slow start");
+        assert!(
+            r.ssthresh_pkts > r.cwnd_pkts,
+            "connection 2 is back in slow start"
+        );
     }
 
     #[test]
@@ -281,8 +331,10 @@ mod tests {
         let mut g = ETcp::default();
         g.register(FlowId(1), 1.0, 40.0, 1e9).unwrap();
         g.register(FlowId(2), 1.0, 40.0, 1e9).unwrap();
-        g.update(FlowId(1), TcpUpdate::new(20.0, 10.0, FastRecovery)).unwrap();
-        g.update(FlowId(2), TcpUpdate::new(20.0, 10.0, FastRecovery)).unwrap();
+        g.update(FlowId(1), TcpUpdate::new(20.0, 10.0, FastRecovery))
+            .unwrap();
+        g.update(FlowId(2), TcpUpdate::new(20.0, 10.0, FastRecovery))
+            .unwrap();
         assert_eq!(g.sum_cwnd(), 10.0, "two losses in one event: halved twice");
     }
 
@@ -292,7 +344,8 @@ mod tests {
         g.register(FlowId(1), 1.0, 50.0, 1e9).unwrap();
         g.register(FlowId(2), 1.0, 50.0, 1e9).unwrap();
         g.update(FlowId(1), ca(50.0, 1e9)).unwrap();
-        g.update(FlowId(1), TcpUpdate::new(50.0, 25.0, FastRecovery)).unwrap();
+        g.update(FlowId(1), TcpUpdate::new(50.0, 25.0, FastRecovery))
+            .unwrap();
         g.update(FlowId(1), ca(25.0, 25.0)).unwrap();
         assert_eq!(g.sum_cwnd(), 75.0);
     }
@@ -306,12 +359,18 @@ mod tests {
         assert!(r.cwnd_pkts > r.ssthresh_pkts, "in CA before the join");
         g.register(FlowId(3), 1.0, 10.0, 1e6).unwrap();
         let r = g.update(FlowId(1), ca(30.0, 20.0)).unwrap().unwrap();
-        assert!(r.ssthresh_pkts > r.cwnd_pkts, "the shared huge ssthresh moves it back to SS");
+        assert!(
+            r.ssthresh_pkts > r.cwnd_pkts,
+            "the shared huge ssthresh moves it back to SS"
+        );
     }
 
     #[test]
     fn baselines_reject_bad_input_without_change() {
-        for mut g in [Box::new(ETcp::default()) as Box<dyn TcpCoupler>, Box::new(Efcm::default())] {
+        for mut g in [
+            Box::new(ETcp::default()) as Box<dyn TcpCoupler>,
+            Box::new(Efcm::default()),
+        ] {
             g.register(FlowId(1), 1.0, 10.0, 10.0).unwrap();
             let before = format!("{g:?}");
             assert!(g.register(FlowId(1), 1.0, 10.0, 10.0).is_err());

@@ -128,7 +128,10 @@ impl TcpCcc {
     }
 
     fn seq(&self, conn: FlowId) -> Result<u64, Error> {
-        self.index.get(&conn).copied().ok_or(Error::UnknownFlow(conn))
+        self.index
+            .get(&conn)
+            .copied()
+            .ok_or(Error::UnknownFlow(conn))
     }
 
     fn share_of(&self, seq: u64) -> f64 {
@@ -232,7 +235,10 @@ impl TcpCcc {
 
     fn response(&self, seq: u64) -> Response {
         let c = &self.conns[&seq];
-        Response { cwnd_pkts: c.cwnd, ssthresh_pkts: c.ssthresh }
+        Response {
+            cwnd_pkts: c.cwnd,
+            ssthresh_pkts: c.ssthresh,
+        }
     }
 
     fn view(&self, seq: u64) -> ConnView {
@@ -244,7 +250,10 @@ impl TcpCcc {
             ssthresh_pkts: c.ssthresh,
             state: c.state,
             coordinating: self.coco == Some(seq),
-            handover: c.handover.as_ref().map(|h| (h.released, h.target.min(self.share_of(seq)))),
+            handover: c
+                .handover
+                .as_ref()
+                .map(|h| (h.released, h.target.min(self.share_of(seq)))),
         }
     }
 
@@ -267,7 +276,13 @@ impl TcpCoupler for TcpCcc {
     }
 
     /// Algorithm 5.
-    fn register(&mut self, conn: FlowId, priority: f64, cwnd_pkts: f64, ssthresh_pkts: f64) -> Result<Response, Error> {
+    fn register(
+        &mut self,
+        conn: FlowId,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+    ) -> Result<Response, Error> {
         if self.index.contains_key(&conn) {
             return Err(Error::DuplicateFlow(conn));
         }
@@ -287,7 +302,11 @@ impl TcpCoupler for TcpCcc {
         self.sum_cwnd += cwnd_pkts;
         let cwnd = share(priority, self.sum_cwnd, self.sum_p);
         let ssthresh = self.ssthresh_for(priority, ssthresh_pkts);
-        let handover = (self.handover_enabled && !first).then_some(Handover { target: cwnd, released: 0, acks: 0 });
+        let handover = (self.handover_enabled && !first).then_some(Handover {
+            target: cwnd,
+            released: 0,
+            acks: 0,
+        });
         // The stored ccc_cwnd is always what the connection was last told: 0 for a joiner in handover.
         let told = if handover.is_some() { 0.0 } else { cwnd };
         if handover.is_some() {
@@ -295,7 +314,15 @@ impl TcpCoupler for TcpCcc {
         }
         self.conns.insert(
             seq,
-            Conn { id: conn, p: priority, cwnd: told, ssthresh, state: TcpState::SlowStart, ssbit: false, handover },
+            Conn {
+                id: conn,
+                p: priority,
+                cwnd: told,
+                ssthresh,
+                state: TcpState::SlowStart,
+                ssbit: false,
+                handover,
+            },
         );
         self.index.insert(conn, seq);
         if first {
@@ -378,7 +405,12 @@ impl TcpCoupler for TcpCcc {
         self.not_ss.remove(&seq);
         self.sum_p -= c.p;
         if self.coco == Some(seq) {
-            let next = self.conns.range(seq + 1..).next().or_else(|| self.conns.iter().next()).map(|(s, _)| *s);
+            let next = self
+                .conns
+                .range(seq + 1..)
+                .next()
+                .or_else(|| self.conns.iter().next())
+                .map(|(s, _)| *s);
             self.make_coco(next.expect("another connection remains"));
         }
         // Without a connection outside handover, nothing clocks the joiners any more.
@@ -428,7 +460,11 @@ impl TcpCoupler for TcpCcc {
             let done = h.released as f64 >= target;
             if release || done {
                 c.cwnd = if done { full } else { h.released as f64 };
-                released.push(Release { conn: c.id, cwnd_pkts: c.cwnd, done });
+                released.push(Release {
+                    conn: c.id,
+                    cwnd_pkts: c.cwnd,
+                    done,
+                });
             }
             if done {
                 c.handover = None;
@@ -477,7 +513,13 @@ mod tests {
     fn register_gives_a_priority_weighted_share() {
         let mut g = TcpCcc::new(false);
         let r = g.register(FlowId(1), 1.0, 10.0, 100.0).unwrap();
-        assert_eq!(r, Response { cwnd_pkts: 10.0, ssthresh_pkts: 100.0 });
+        assert_eq!(
+            r,
+            Response {
+                cwnd_pkts: 10.0,
+                ssthresh_pkts: 100.0
+            }
+        );
         let r = g.register(FlowId(2), 1.0, 10.0, 100.0).unwrap();
         assert_eq!(r.cwnd_pkts, 10.0, "sum_cwnd = 20 split in two");
         assert_eq!(g.sum_cwnd(), 20.0);
@@ -490,7 +532,10 @@ mod tests {
         // sum_cwnd was 20, CoCo's stored cwnd 10; CoCo reports 20 -> +10.
         assert_eq!(g.sum_cwnd(), 30.0);
         let r = g.update(FlowId(2), ca(40.0, 10.0)).unwrap().unwrap();
-        assert_eq!(r.cwnd_pkts, 15.0, "a non-CoCo's own increase is replaced by its share");
+        assert_eq!(
+            r.cwnd_pkts, 15.0,
+            "a non-CoCo's own increase is replaced by its share"
+        );
         assert_eq!(g.sum_cwnd(), 30.0);
     }
 
@@ -499,10 +544,18 @@ mod tests {
         let mut g = two_in_ca(1.0, 1.0);
         let before = g.sum_cwnd();
         // Connection 2 (not the CoCo) enters FR while all others are in CA: it becomes the CoCo.
-        assert_eq!(g.update(FlowId(2), TcpUpdate::new(15.0, 7.5, FastRecovery)).unwrap(), None);
+        assert_eq!(
+            g.update(FlowId(2), TcpUpdate::new(15.0, 7.5, FastRecovery))
+                .unwrap(),
+            None
+        );
         assert_eq!(g.coco(), Some(FlowId(2)));
         // Connection 1 also enters FR within the same event: no second CoCo, no reduction yet.
-        assert_eq!(g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery)).unwrap(), None);
+        assert_eq!(
+            g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery))
+                .unwrap(),
+            None
+        );
         assert_eq!(g.coco(), Some(FlowId(2)));
         assert_eq!(g.sum_cwnd(), before);
         // Connection 2 leaves FR with cwnd = ssthresh = half its window: the aggregate halves.
@@ -510,13 +563,20 @@ mod tests {
         assert_eq!(g.sum_cwnd(), before / 2.0);
         assert_eq!(r.cwnd_pkts, 7.5);
         // Connection 1 is still in FR (same event) and reports again: it must not become the CoCo.
-        assert_eq!(g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery)).unwrap(), None);
+        assert_eq!(
+            g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery))
+                .unwrap(),
+            None
+        );
         assert_eq!(g.coco(), Some(FlowId(2)));
         // Connection 1 leaves FR: it gets its share, no second reduction.
         let r = g.update(FlowId(1), ca(7.5, 7.5)).unwrap().unwrap();
         assert_eq!(g.sum_cwnd(), before / 2.0);
         assert_eq!(r.cwnd_pkts, 7.5);
-        assert_eq!(r.ssthresh_pkts, 7.5, "sum_ssthresh = sum_cwnd / 2 taken in FR, shared");
+        assert_eq!(
+            r.ssthresh_pkts, 7.5,
+            "sum_ssthresh = sum_cwnd / 2 taken in FR, shared"
+        );
     }
 
     #[test]
@@ -524,7 +584,8 @@ mod tests {
         let mut g = two_in_ca(1.0, 1.0);
         g.register(FlowId(3), 1.0, 10.0, 1e9).unwrap(); // joins in SS
         let before = g.sum_cwnd();
-        g.update(FlowId(2), TcpUpdate::new(13.0, 6.5, FastRecovery)).unwrap();
+        g.update(FlowId(2), TcpUpdate::new(13.0, 6.5, FastRecovery))
+            .unwrap();
         assert_eq!(g.coco(), Some(FlowId(2)), "module docs item 1");
         // Connection 2 was last told 15 and halves that on leaving FR.
         g.update(FlowId(2), ca(7.5, 6.5)).unwrap();
@@ -535,10 +596,20 @@ mod tests {
     fn timeout_on_one_connection_does_not_slow_start_the_aggregate() {
         let mut g = two_in_ca(1.0, 1.0);
         let before = g.sum_cwnd();
-        let r = g.update(FlowId(1), TcpUpdate::timeout(1.0, 7.5)).unwrap().unwrap();
-        assert_eq!(g.coco(), Some(FlowId(2)), "the CoCo passes to a connection still in CA");
+        let r = g
+            .update(FlowId(1), TcpUpdate::timeout(1.0, 7.5))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            g.coco(),
+            Some(FlowId(2)),
+            "the CoCo passes to a connection still in CA"
+        );
         assert_eq!(g.sum_cwnd(), before);
-        assert_eq!(r.cwnd_pkts, 15.0, "the timed-out connection keeps its share");
+        assert_eq!(
+            r.cwnd_pkts, 15.0,
+            "the timed-out connection keeps its share"
+        );
     }
 
     #[test]
@@ -546,8 +617,15 @@ mod tests {
         let mut g = two_in_ca(1.0, 1.0);
         g.update(FlowId(1), TcpUpdate::timeout(1.0, 7.5)).unwrap();
         let before = g.sum_cwnd();
-        let r = g.update(FlowId(2), TcpUpdate::timeout(1.0, 7.5)).unwrap().unwrap();
-        assert_eq!(g.sum_cwnd(), before / 15.0, "scaled by cwnd / ccc_cwnd = 1 / 15");
+        let r = g
+            .update(FlowId(2), TcpUpdate::timeout(1.0, 7.5))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            g.sum_cwnd(),
+            before / 15.0,
+            "scaled by cwnd / ccc_cwnd = 1 / 15"
+        );
         assert_eq!(g.sum_ssthresh(), before / 2.0, "module docs item 3");
         assert_eq!(r.cwnd_pkts, 1.0);
         assert_eq!(r.ssthresh_pkts, 7.5);
@@ -559,7 +637,10 @@ mod tests {
         g.register(FlowId(1), 1.0, 2.0, 1e9).unwrap();
         g.register(FlowId(2), 1.0, 2.0, 1e9).unwrap();
         // CoCo's share is 2; it doubles to 4 in one RTT: the aggregate doubles from 4 to 8.
-        let r = g.update(FlowId(1), TcpUpdate::new(4.0, 1e9, SlowStart)).unwrap().unwrap();
+        let r = g
+            .update(FlowId(1), TcpUpdate::new(4.0, 1e9, SlowStart))
+            .unwrap()
+            .unwrap();
         assert_eq!(g.sum_cwnd(), 8.0);
         assert_eq!(r.cwnd_pkts, 4.0);
     }
@@ -567,7 +648,13 @@ mod tests {
     #[test]
     fn priorities_split_three_to_one() {
         let mut g = two_in_ca(0.75, 0.25);
-        let r1 = g.update(FlowId(1), ca(g.conn(FlowId(1)).unwrap().cwnd_pkts + 1.0, 10.0)).unwrap().unwrap();
+        let r1 = g
+            .update(
+                FlowId(1),
+                ca(g.conn(FlowId(1)).unwrap().cwnd_pkts + 1.0, 10.0),
+            )
+            .unwrap()
+            .unwrap();
         let r2 = g.update(FlowId(2), ca(5.0, 10.0)).unwrap().unwrap();
         assert!((r1.cwnd_pkts / r2.cwnd_pkts - 3.0).abs() < 1e-12);
     }
@@ -580,7 +667,10 @@ mod tests {
         assert_eq!(g.coco(), Some(FlowId(2)));
         assert_eq!(g.sum_cwnd(), sum);
         assert_eq!(g.sum_priority(), 1.0);
-        assert!(matches!(g.update(FlowId(1), ca(1.0, 1.0)), Err(Error::UnknownFlow(_))));
+        assert!(matches!(
+            g.update(FlowId(1), ca(1.0, 1.0)),
+            Err(Error::UnknownFlow(_))
+        ));
         g.leave(FlowId(2)).unwrap();
         assert!(g.is_empty());
         assert_eq!(g.sum_cwnd(), 0.0);
@@ -592,7 +682,10 @@ mod tests {
         g.register(FlowId(1), 1.0, 100.0, 1e9).unwrap();
         g.update(FlowId(1), ca(100.0, 50.0)).unwrap();
         let r = g.register(FlowId(2), 1.0, 0.0, 1e9).unwrap();
-        assert_eq!(r.cwnd_pkts, 0.0, "a joiner sends nothing until ACKs release segments");
+        assert_eq!(
+            r.cwnd_pkts, 0.0,
+            "a joiner sends nothing until ACKs release segments"
+        );
         let mut out = Vec::new();
         let mut per_ack = Vec::new();
         for _ in 0..200 {
@@ -603,7 +696,10 @@ mod tests {
                 break;
             }
         }
-        assert!(per_ack.iter().all(|&k| k <= 1), "never more than one segment per ACK: no burst");
+        assert!(
+            per_ack.iter().all(|&k| k <= 1),
+            "never more than one segment per ACK: no burst"
+        );
         // Algorithm 4 releases on ACKs 0, 2, 4, ...: 50 segments take 99 ACKs with N = 2.
         assert_eq!(per_ack.len(), 99);
         assert_eq!(out.last().unwrap().cwnd_pkts, 50.0);
@@ -619,7 +715,11 @@ mod tests {
         let sum = g.sum_cwnd();
         // The CoCo was last told 40; it reports 41 after an ACK.
         let r = g.update(FlowId(1), ca(41.0, 20.0)).unwrap().unwrap();
-        assert_eq!(g.sum_cwnd(), sum, "increase replaced by the joiner's clocking");
+        assert_eq!(
+            g.sum_cwnd(),
+            sum,
+            "increase replaced by the joiner's clocking"
+        );
         assert_eq!(r.cwnd_pkts, 20.0);
         g.update(FlowId(1), ca(10.0, 20.0)).unwrap();
         assert_eq!(g.sum_cwnd(), sum / 2.0, "decreases still apply");
@@ -651,8 +751,15 @@ mod tests {
         assert!(last2.done && last3.done);
         assert_eq!(last2.cwnd_pkts, 30.0);
         assert_eq!(last3.cwnd_pkts, 30.0);
-        let released2 = 10 + out.iter().filter(|r| r.conn == FlowId(2) && !r.done).count();
-        assert!(released2 as f64 <= 30.0, "joiner 2 released {released2} > its new share");
+        let released2 = 10
+            + out
+                .iter()
+                .filter(|r| r.conn == FlowId(2) && !r.done)
+                .count();
+        assert!(
+            released2 as f64 <= 30.0,
+            "joiner 2 released {released2} > its new share"
+        );
     }
 
     #[test]
@@ -664,7 +771,10 @@ mod tests {
         g.leave(FlowId(1)).unwrap();
         assert_eq!(g.handovers_running(), 0);
         // Connection 2 was told 0 segments and reports that; it is now the CoCo and gets the share.
-        let r = g.update(FlowId(2), TcpUpdate::new(0.0, 1e9, SlowStart)).unwrap().unwrap();
+        let r = g
+            .update(FlowId(2), TcpUpdate::new(0.0, 1e9, SlowStart))
+            .unwrap()
+            .unwrap();
         assert_eq!(r.cwnd_pkts, 40.0);
     }
 
@@ -677,7 +787,15 @@ mod tests {
         assert!(g.register(FlowId(3), 1.0, f64::NAN, 1.0).is_err());
         assert!(g.update(FlowId(1), ca(-1.0, 1.0)).is_err());
         assert!(g.update(FlowId(1), ca(1.0, f64::INFINITY)).is_err());
-        assert!(g.update(FlowId(1), TcpUpdate { timeout: true, ..ca(1.0, 1.0) }).is_err());
+        assert!(g
+            .update(
+                FlowId(1),
+                TcpUpdate {
+                    timeout: true,
+                    ..ca(1.0, 1.0)
+                }
+            )
+            .is_err());
         assert!(g.update(FlowId(9), ca(1.0, 1.0)).is_err());
         assert!(g.set_priority(FlowId(1), -2.0).is_err());
         assert!(g.leave(FlowId(9)).is_err());

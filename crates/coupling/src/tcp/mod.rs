@@ -63,11 +63,21 @@ pub struct TcpUpdate {
 
 impl TcpUpdate {
     pub fn new(cwnd_pkts: f64, ssthresh_pkts: f64, state: TcpState) -> Self {
-        TcpUpdate { cwnd_pkts, ssthresh_pkts, state, timeout: false }
+        TcpUpdate {
+            cwnd_pkts,
+            ssthresh_pkts,
+            state,
+            timeout: false,
+        }
     }
     /// A report right after a retransmission timeout.
     pub fn timeout(cwnd_pkts: f64, ssthresh_pkts: f64) -> Self {
-        TcpUpdate { cwnd_pkts, ssthresh_pkts, state: TcpState::SlowStart, timeout: true }
+        TcpUpdate {
+            cwnd_pkts,
+            ssthresh_pkts,
+            state: TcpState::SlowStart,
+            timeout: true,
+        }
     }
 
     pub(crate) fn check(&self) -> Result<(), Error> {
@@ -77,7 +87,8 @@ impl TcpUpdate {
             return Err(Error::InvalidValue {
                 field: "timeout",
                 value: 1.0,
-                expected: "a timeout to be reported with state SS (TCP enters slow start after an RTO)",
+                expected:
+                    "a timeout to be reported with state SS (TCP enters slow start after an RTO)",
             });
         }
         Ok(())
@@ -122,7 +133,13 @@ pub struct ConnView {
 pub trait TcpCoupler: Debug + Send {
     fn name(&self) -> &'static str;
     /// Registers a connection with its priority and the cwnd and ssthresh it starts with.
-    fn register(&mut self, conn: FlowId, priority: f64, cwnd_pkts: f64, ssthresh_pkts: f64) -> Result<Response, Error>;
+    fn register(
+        &mut self,
+        conn: FlowId,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+    ) -> Result<Response, Error>;
     /// UPDATE; `None` while the connection is in Fast Recovery.
     fn update(&mut self, conn: FlowId, update: TcpUpdate) -> Result<Option<Response>, Error>;
     fn leave(&mut self, conn: FlowId) -> Result<(), Error>;
@@ -146,7 +163,9 @@ pub trait TcpCoupler: Debug + Send {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CouplerKind {
     /// ctrlTCP / TCP-CCC; `handover` turns on the ack-clocked handover of Algorithm 4.
-    Ccc { handover: bool },
+    Ccc {
+        handover: bool,
+    },
     ETcp,
     Efcm,
 }
@@ -170,9 +189,14 @@ impl CouplerKind {
     }
 
     pub fn from_name(name: &str) -> Option<CouplerKind> {
-        [CouplerKind::Ccc { handover: false }, CouplerKind::Ccc { handover: true }, CouplerKind::ETcp, CouplerKind::Efcm]
-            .into_iter()
-            .find(|k| k.name() == name)
+        [
+            CouplerKind::Ccc { handover: false },
+            CouplerKind::Ccc { handover: true },
+            CouplerKind::ETcp,
+            CouplerKind::Efcm,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
     }
 }
 
@@ -185,7 +209,10 @@ pub struct TcpGroups {
 
 impl TcpGroups {
     pub fn new(default_kind: CouplerKind) -> Self {
-        TcpGroups { default_kind, groups: FlowGroups::default() }
+        TcpGroups {
+            default_kind,
+            groups: FlowGroups::default(),
+        }
     }
 
     /// Creates group `gid` with `kind`, or changes the coupler of an existing empty group.
@@ -234,11 +261,17 @@ impl TcpGroups {
     }
 
     pub fn on_ack(&mut self, conn: FlowId, released: &mut Vec<Release>) -> Result<(), Error> {
-        self.groups.group_of_flow_mut(conn)?.1.on_ack(conn, released)
+        self.groups
+            .group_of_flow_mut(conn)?
+            .1
+            .on_ack(conn, released)
     }
 
     pub fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
-        self.groups.group_of_flow_mut(conn)?.1.set_priority(conn, priority)
+        self.groups
+            .group_of_flow_mut(conn)?
+            .1
+            .set_priority(conn, priority)
     }
 
     pub fn leave(&mut self, conn: FlowId) -> Result<(), Error> {

@@ -1,0 +1,45 @@
+# Targets a newcomer can guess: `make run` (the main job), `make test` (everything CI runs),
+# `make bench`, `make lint`, `make clean`. Each installs what it needs into .venv first.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+CARGO  ?= cargo
+
+.PHONY: run test build deps lint rust-test py-test bench clean
+
+# Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
+deps: $(STAMP)
+$(STAMP): pyproject.toml Makefile
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup, or Debian's cargo and rustc packages)" >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "python3 not found" >&2; exit 1; }
+	python3 -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(VENV); }
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6"
+	touch $@
+
+build: deps
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
+
+run: build
+	$(PY) -m macroflow
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+rust-test:
+	$(CARGO) test --workspace --exclude macroflow-py
+
+# pytest's exit code 5 means no test ran: that is a failure here.
+py-test: build
+	$(PY) -m pytest -q tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+test: lint rust-test py-test
+
+bench:
+	$(CARGO) bench -p macroflow-bench
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV) out .pytest_cache .hypothesis

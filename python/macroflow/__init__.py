@@ -1,0 +1,1 @@
+from macroflow._native import __version__
