@@ -12,7 +12,8 @@ use std::hint::black_box;
 fn fse_group(algorithm: Algorithm, n: u64) -> FseGroup {
     let mut g = FseGroup::new(algorithm);
     for i in 0..n {
-        g.register(FlowId(i), 0.5 + (i % 4) as f64 * 0.25, 1e6, Instant::ZERO).unwrap();
+        g.register(FlowId(i), 0.5 + (i % 4) as f64 * 0.25, 1e6, Instant::ZERO)
+            .unwrap();
     }
     g
 }
@@ -56,7 +57,9 @@ fn bench_ccc(c: &mut Criterion, sizes: &[u64]) {
                 // Mostly increases in CA; every 1000th call a loss (FR, then the halved exit).
                 let u = match i % 1000 {
                     998 => TcpUpdate::new(told[k], told[k] / 2.0, TcpState::FastRecovery),
-                    999 => TcpUpdate::new(told[k] / 2.0, told[k] / 2.0, TcpState::CongestionAvoidance),
+                    999 => {
+                        TcpUpdate::new(told[k] / 2.0, told[k] / 2.0, TcpState::CongestionAvoidance)
+                    }
                     _ => TcpUpdate::new(told[k] + 1.0, 20.0, TcpState::CongestionAvoidance),
                 };
                 if let Some(r) = g.update(FlowId(k as u64), u).unwrap() {
@@ -68,7 +71,8 @@ fn bench_ccc(c: &mut Criterion, sizes: &[u64]) {
                 } else {
                     i += 1;
                     // Same connection leaves FR on the next call.
-                    let u = TcpUpdate::new(told[k] / 2.0, told[k] / 2.0, TcpState::CongestionAvoidance);
+                    let u =
+                        TcpUpdate::new(told[k] / 2.0, told[k] / 2.0, TcpState::CongestionAvoidance);
                     if let Some(r) = g.update(FlowId(k as u64), u).unwrap() {
                         told[k] = r.cwnd_pkts;
                     }
@@ -83,10 +87,20 @@ fn bench_ccc(c: &mut Criterion, sizes: &[u64]) {
 fn coupling(c: &mut Criterion) {
     let flat = [10, 100, 1_000, 10_000];
     bench_fse(c, "fse_passive_update", Algorithm::Passive, &flat);
-    bench_fse(c, "fse_simple_passive_update", Algorithm::SimplePassive, &flat);
+    bench_fse(
+        c,
+        "fse_simple_passive_update",
+        Algorithm::SimplePassive,
+        &flat,
+    );
     bench_ccc(c, &flat);
     bench_fse(c, "fse_active_update", Algorithm::Active, &[10, 100, 1_000]);
-    bench_fse(c, "fse_conservative_active_update", Algorithm::ConservativeActive, &[10, 100, 1_000]);
+    bench_fse(
+        c,
+        "fse_conservative_active_update",
+        Algorithm::ConservativeActive,
+        &[10, 100, 1_000],
+    );
 }
 
 criterion_group! {

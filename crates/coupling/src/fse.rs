@@ -36,7 +36,7 @@
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, Grouping};
 use crate::units::{check_desired_rate, check_priority, check_rate, Duration, Instant};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The FSE algorithm a flow group runs. The same algorithm applies to all flows of a group
 /// (RFC 8699 sec. 5.3: "the same algorithm must be applied to all flows").
@@ -151,7 +151,7 @@ struct Entry {
 pub struct FseGroup {
     algorithm: Algorithm,
     flows: Vec<Entry>,
-    index: HashMap<FlowId, usize>,
+    index: FxHashMap<FlowId, usize>,
     /// S_CR.
     s_cr: f64,
     /// S_P, kept incrementally.
@@ -174,7 +174,7 @@ impl FseGroup {
         FseGroup {
             algorithm,
             flows: Vec::new(),
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             s_cr: 0.0,
             s_p: 0.0,
             sum_fse_r: 0.0,

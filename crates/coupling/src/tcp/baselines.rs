@@ -21,7 +21,8 @@ use super::{share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate}
 use crate::error::Error;
 use crate::group::FlowId;
 use crate::units::{check_priority, check_window};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]
 struct Conn {
@@ -36,7 +37,7 @@ struct Conn {
 #[derive(Clone, Debug, Default)]
 struct Ensemble {
     conns: BTreeMap<u64, Conn>,
-    index: HashMap<FlowId, u64>,
+    index: FxHashMap<FlowId, u64>,
     next_seq: u64,
     sum_p: f64,
     sum_cwnd: f64,

@@ -46,7 +46,8 @@ use super::{share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate}
 use crate::error::Error;
 use crate::group::FlowId;
 use crate::units::{check_priority, check_window};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug)]
 struct Handover {
@@ -58,7 +59,11 @@ struct Handover {
 #[derive(Clone, Debug)]
 struct Conn {
     id: FlowId,
+    /// Registration sequence number: "the next connection" and "the first connection where ..."
+    /// follow registration order.
+    seq: u64,
     p: f64,
+    /// ccc_cwnd: always what the connection was last told.
     cwnd: f64,
     ssthresh: f64,
     state: TcpState,
@@ -67,22 +72,27 @@ struct Conn {
 }
 
 /// One coupled group of TCP connections under ctrlTCP.
+///
+/// Connections live in a slab (O(1) access on the update path); the ordered sets are touched only
+/// when a connection changes state, joins, leaves or is in handover.
 #[derive(Clone, Debug)]
 pub struct TcpCcc {
     handover_enabled: bool,
-    /// Connections by registration sequence number: "the next connection" and "the first
-    /// connection where ..." follow registration order.
-    conns: BTreeMap<u64, Conn>,
-    index: HashMap<FlowId, u64>,
+    slots: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    index: FxHashMap<FlowId, usize>,
+    /// Registration order: seq -> slot.
+    order: BTreeMap<u64, usize>,
     next_seq: u64,
-    coco: Option<u64>,
+    coco: Option<usize>,
     sum_p: f64,
     sum_cwnd: f64,
     sum_ssthresh: f64,
-    /// Connections whose state is not SS (candidates for CoCo, line 39).
+    /// Sequence numbers of connections whose state is not SS (candidates for CoCo, line 39).
     not_ss: BTreeSet<u64>,
     n_fr: usize,
     n_ssbits: usize,
+    /// Sequence numbers of connections in ack-clocked handover.
     handovers: BTreeSet<u64>,
     ops_since_resum: usize,
 }
@@ -91,8 +101,10 @@ impl TcpCcc {
     pub fn new(handover: bool) -> Self {
         TcpCcc {
             handover_enabled: handover,
-            conns: BTreeMap::new(),
-            index: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            index: FxHashMap::default(),
+            order: BTreeMap::new(),
             next_seq: 0,
             coco: None,
             sum_p: 0.0,
@@ -117,7 +129,7 @@ impl TcpCcc {
     }
     /// The coordinating connection.
     pub fn coco(&self) -> Option<FlowId> {
-        self.coco.map(|s| self.conns[&s].id)
+        self.coco.map(|s| self.c(s).id)
     }
     /// Every connection is in slow start: the only time the aggregate may slow-start.
     pub fn all_in_slow_start(&self) -> bool {
@@ -127,15 +139,23 @@ impl TcpCcc {
         self.handovers.len()
     }
 
-    fn seq(&self, conn: FlowId) -> Result<u64, Error> {
+    fn c(&self, slot: usize) -> &Conn {
+        self.slots[slot].as_ref().expect("live slot")
+    }
+
+    fn c_mut(&mut self, slot: usize) -> &mut Conn {
+        self.slots[slot].as_mut().expect("live slot")
+    }
+
+    fn slot(&self, conn: FlowId) -> Result<usize, Error> {
         self.index
             .get(&conn)
             .copied()
             .ok_or(Error::UnknownFlow(conn))
     }
 
-    fn share_of(&self, seq: u64) -> f64 {
-        share(self.conns[&seq].p, self.sum_cwnd, self.sum_p)
+    fn share_of(&self, slot: usize) -> f64 {
+        share(self.c(slot).p, self.sum_cwnd, self.sum_p)
     }
 
     /// Lines 23-25 (and 13-16 of Algorithm 5): the aggregate's ssthresh share once it has one,
@@ -149,9 +169,9 @@ impl TcpCcc {
     }
 
     /// Records the state and returns the previous one.
-    fn set_state(&mut self, seq: u64, state: TcpState) -> TcpState {
-        let c = self.conns.get_mut(&seq).expect("registered");
-        let old = c.state;
+    fn set_state(&mut self, slot: usize, state: TcpState) -> TcpState {
+        let c = self.c_mut(slot);
+        let (old, seq) = (c.state, c.seq);
         if old == state {
             return old;
         }
@@ -170,8 +190,8 @@ impl TcpCcc {
         old
     }
 
-    fn set_ssbit(&mut self, seq: u64, bit: bool) {
-        let c = self.conns.get_mut(&seq).expect("registered");
+    fn set_ssbit(&mut self, slot: usize, bit: bool) {
+        let c = self.c_mut(slot);
         if c.ssbit != bit {
             c.ssbit = bit;
             if bit {
@@ -182,21 +202,23 @@ impl TcpCcc {
         }
     }
 
-    fn end_handover(&mut self, seq: u64) {
-        if self.handovers.remove(&seq) {
-            self.conns.get_mut(&seq).expect("registered").handover = None;
+    fn end_handover(&mut self, slot: usize) {
+        let c = self.c_mut(slot);
+        if c.handover.take().is_some() {
+            let seq = c.seq;
+            self.handovers.remove(&seq);
         }
     }
 
-    fn make_coco(&mut self, seq: u64) {
-        self.end_handover(seq);
-        self.coco = Some(seq);
+    fn make_coco(&mut self, slot: usize) {
+        self.end_handover(slot);
+        self.coco = Some(slot);
     }
 
     /// Algorithm 7 lines 17-26: the CoCo's report changes the aggregate. `scale` multiplies an
     /// increase (1 in CA; sum_P / P during an all-SS start-up, see module docs item 2).
-    fn coco_adjust(&mut self, seq: u64, u: &TcpUpdate, scale: f64) {
-        let stored = self.conns[&seq].cwnd;
+    fn coco_adjust(&mut self, slot: usize, u: &TcpUpdate, scale: f64) {
+        let stored = self.c(slot).cwnd;
         if u.cwnd_pkts >= stored {
             // While a handover runs, the ACKs that would grow the window clock the joiner instead.
             if self.handovers.is_empty() {
@@ -205,63 +227,63 @@ impl TcpCcc {
         } else {
             self.sum_cwnd *= u.cwnd_pkts / stored;
         }
-        let p = self.conns[&seq].p;
+        let p = self.c(slot).p;
         let cwnd = share(p, self.sum_cwnd, self.sum_p);
         let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
-        let c = self.conns.get_mut(&seq).expect("registered");
+        let c = self.c_mut(slot);
         c.cwnd = cwnd;
         c.ssthresh = ssthresh;
     }
 
     /// Lines 33-37: every connection has timed out, so the aggregate restarts from the loss window.
-    fn aggregate_timeout(&mut self, seq: u64, u: &TcpUpdate) {
+    fn aggregate_timeout(&mut self, slot: usize, u: &TcpUpdate) {
         let before = self.sum_cwnd;
-        let stored = self.conns[&seq].cwnd;
+        let stored = self.c(slot).cwnd;
         if stored > 0.0 {
             self.sum_cwnd *= u.cwnd_pkts / stored;
         }
         self.sum_ssthresh = before / 2.0;
-        let seqs: Vec<u64> = self.conns.keys().copied().collect();
-        for s in seqs {
-            self.set_ssbit(s, false);
+        for c in self.slots.iter_mut().flatten() {
+            c.ssbit = false;
         }
-        let p = self.conns[&seq].p;
+        self.n_ssbits = 0;
+        let p = self.c(slot).p;
         let cwnd = share(p, self.sum_cwnd, self.sum_p);
         let ssthresh = share(p, self.sum_ssthresh, self.sum_p);
-        let c = self.conns.get_mut(&seq).expect("registered");
+        let c = self.c_mut(slot);
         c.cwnd = cwnd;
         c.ssthresh = ssthresh;
     }
 
-    fn response(&self, seq: u64) -> Response {
-        let c = &self.conns[&seq];
+    fn response(&self, slot: usize) -> Response {
+        let c = self.c(slot);
         Response {
             cwnd_pkts: c.cwnd,
             ssthresh_pkts: c.ssthresh,
         }
     }
 
-    fn view(&self, seq: u64) -> ConnView {
-        let c = &self.conns[&seq];
+    fn view(&self, slot: usize) -> ConnView {
+        let c = self.c(slot);
         ConnView {
             conn: c.id,
             priority: c.p,
             cwnd_pkts: c.cwnd,
             ssthresh_pkts: c.ssthresh,
             state: c.state,
-            coordinating: self.coco == Some(seq),
+            coordinating: self.coco == Some(slot),
             handover: c
                 .handover
                 .as_ref()
-                .map(|h| (h.released, h.target.min(self.share_of(seq)))),
+                .map(|h| (h.released, h.target.min(self.share_of(slot)))),
         }
     }
 
     fn after_op(&mut self) {
         self.ops_since_resum += 1;
-        if self.ops_since_resum > self.conns.len() + 64 {
+        if self.ops_since_resum > self.index.len() + 64 {
             self.ops_since_resum = 0;
-            self.sum_p = self.conns.values().map(|c| c.p).sum();
+            self.sum_p = self.slots.iter().flatten().map(|c| c.p).sum();
         }
     }
 }
@@ -289,7 +311,7 @@ impl TcpCoupler for TcpCcc {
         check_priority(priority)?;
         check_window("cwnd_pkts", cwnd_pkts)?;
         check_window("ssthresh_pkts", ssthresh_pkts)?;
-        let first = self.conns.is_empty();
+        let first = self.index.is_empty();
         if first {
             // Lines 3-8.
             self.sum_p = 0.0;
@@ -307,49 +329,58 @@ impl TcpCoupler for TcpCcc {
             released: 0,
             acks: 0,
         });
-        // The stored ccc_cwnd is always what the connection was last told: 0 for a joiner in handover.
+        // A joiner in handover has been told 0 segments so far.
         let told = if handover.is_some() { 0.0 } else { cwnd };
         if handover.is_some() {
             self.handovers.insert(seq);
         }
-        self.conns.insert(
+        let c = Conn {
+            id: conn,
             seq,
-            Conn {
-                id: conn,
-                p: priority,
-                cwnd: told,
-                ssthresh,
-                state: TcpState::SlowStart,
-                ssbit: false,
-                handover,
-            },
-        );
-        self.index.insert(conn, seq);
+            p: priority,
+            cwnd: told,
+            ssthresh,
+            state: TcpState::SlowStart,
+            ssbit: false,
+            handover,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s] = Some(c);
+                s
+            }
+            None => {
+                self.slots.push(Some(c));
+                self.slots.len() - 1
+            }
+        };
+        self.index.insert(conn, slot);
+        self.order.insert(seq, slot);
         if first {
-            self.coco = Some(seq);
+            self.coco = Some(slot);
         }
         self.after_op();
-        Ok(self.response(seq))
+        Ok(self.response(slot))
     }
 
     /// Algorithm 7.
     fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
-        let seq = self.seq(conn)?;
+        let slot = self.slot(conn)?;
         u.check()?;
         let state = u.state;
         // Line 3.
-        let old = self.set_state(seq, state);
+        let old = self.set_state(slot, state);
         // Lines 4-11.
-        if self.coco != Some(seq) {
+        if self.coco != Some(slot) {
             if state == TcpState::FastRecovery && old != TcpState::FastRecovery && self.n_fr == 1 {
                 // Module docs item 1: no other connection is handling a loss event. Only on entering
                 // FR: a connection whose FR overlapped the CoCo's belongs to the same loss event.
-                self.make_coco(seq);
+                self.make_coco(slot);
             } else if state != TcpState::FastRecovery {
-                let p = self.conns[&seq].p;
+                let p = self.c(slot).p;
                 let cwnd = share(p, self.sum_cwnd, self.sum_p);
                 let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
-                let c = self.conns.get_mut(&seq).expect("registered");
+                let c = self.c_mut(slot);
                 if c.handover.is_none() {
                     c.cwnd = cwnd;
                 }
@@ -357,66 +388,67 @@ impl TcpCoupler for TcpCcc {
             }
         }
         // Lines 12-14.
-        if self.conns[&seq].ssbit && state != TcpState::SlowStart {
-            self.set_ssbit(seq, false);
+        if self.c(slot).ssbit && state != TcpState::SlowStart {
+            self.set_ssbit(slot, false);
         }
         // Lines 15-42.
-        if self.coco == Some(seq) {
+        if self.coco == Some(slot) {
             match state {
-                TcpState::CongestionAvoidance => self.coco_adjust(seq, &u, 1.0),
+                TcpState::CongestionAvoidance => self.coco_adjust(slot, &u, 1.0),
                 TcpState::FastRecovery => self.sum_ssthresh = self.sum_cwnd / 2.0,
                 TcpState::SlowStart => {
                     if u.timeout {
-                        self.set_ssbit(seq, true);
+                        self.set_ssbit(slot, true);
                     }
-                    if self.n_ssbits == self.conns.len() {
-                        self.aggregate_timeout(seq, &u);
-                    } else if let Some(&other) = self.not_ss.first() {
+                    if self.n_ssbits == self.index.len() {
+                        self.aggregate_timeout(slot, &u);
+                    } else if let Some(seq) = self.not_ss.first() {
                         // Line 39: ACKs still arrive on a connection that is not in SS.
-                        self.make_coco(other);
-                    } else if !self.conns[&seq].ssbit {
+                        self.make_coco(self.order[seq]);
+                    } else if !self.c(slot).ssbit {
                         // Module docs item 2: all in SS, the aggregate slow-starts.
-                        let scale = self.sum_p / self.conns[&seq].p;
-                        self.coco_adjust(seq, &u, scale);
-                    } else if let Some((&other, _)) = self.conns.iter().find(|(_, c)| !c.ssbit) {
+                        let scale = self.sum_p / self.c(slot).p;
+                        self.coco_adjust(slot, &u, scale);
+                    } else if let Some(&other) = self.order.values().find(|s| !self.c(**s).ssbit) {
                         self.make_coco(other);
                     }
                 }
             }
         }
         // Lines 43-45.
-        let resp = (state != TcpState::FastRecovery).then(|| self.response(seq));
+        let resp = (state != TcpState::FastRecovery).then(|| self.response(slot));
         self.after_op();
         Ok(resp)
     }
 
     /// Algorithm 6.
     fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
-        let seq = self.seq(conn)?;
-        if self.conns.len() == 1 {
+        let slot = self.slot(conn)?;
+        if self.index.len() == 1 {
             *self = TcpCcc::new(self.handover_enabled);
             return Ok(());
         }
-        self.set_state(seq, TcpState::SlowStart);
-        self.set_ssbit(seq, false);
-        self.end_handover(seq);
-        let c = self.conns.remove(&seq).expect("registered");
+        self.set_state(slot, TcpState::SlowStart);
+        self.set_ssbit(slot, false);
+        self.end_handover(slot);
+        let c = self.slots[slot].take().expect("live slot");
+        self.free.push(slot);
         self.index.remove(&conn);
-        self.not_ss.remove(&seq);
+        self.order.remove(&c.seq);
         self.sum_p -= c.p;
-        if self.coco == Some(seq) {
+        if self.coco == Some(slot) {
             let next = self
-                .conns
-                .range(seq + 1..)
+                .order
+                .range(c.seq + 1..)
                 .next()
-                .or_else(|| self.conns.iter().next())
-                .map(|(s, _)| *s);
+                .or_else(|| self.order.iter().next())
+                .map(|(_, s)| *s);
             self.make_coco(next.expect("another connection remains"));
         }
         // Without a connection outside handover, nothing clocks the joiners any more.
-        if self.handovers.len() == self.conns.len() {
-            let seqs: Vec<u64> = self.handovers.iter().copied().collect();
-            for s in seqs {
+        if self.handovers.len() == self.index.len() {
+            let slots: Vec<usize> = self.handovers.iter().map(|seq| self.order[seq]).collect();
+            for s in slots {
                 self.end_handover(s);
             }
         }
@@ -425,26 +457,26 @@ impl TcpCoupler for TcpCcc {
     }
 
     fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
-        let seq = self.seq(conn)?;
+        let slot = self.slot(conn)?;
         check_priority(priority)?;
-        let c = self.conns.get_mut(&seq).expect("registered");
-        self.sum_p += priority - c.p;
-        c.p = priority;
+        let c = self.c_mut(slot);
+        let old = std::mem::replace(&mut c.p, priority);
+        self.sum_p += priority - old;
         self.after_op();
         Ok(())
     }
 
     /// Algorithm 4, run for every joiner on each ACK of a connection that is not in handover.
     fn on_ack(&mut self, conn: FlowId, released: &mut Vec<Release>) -> Result<(), Error> {
-        let seq = self.seq(conn)?;
-        if self.handovers.is_empty() || self.handovers.contains(&seq) {
+        let slot = self.slot(conn)?;
+        if self.handovers.is_empty() || self.c(slot).handover.is_some() {
             return Ok(());
         }
-        let n = self.conns.len() as u64;
+        let n = self.index.len() as u64;
         let (sum_cwnd, sum_p) = (self.sum_cwnd, self.sum_p);
-        let conns = &mut self.conns;
-        self.handovers.retain(|s| {
-            let c = conns.get_mut(s).expect("registered");
+        let (slots, order) = (&mut self.slots, &self.order);
+        self.handovers.retain(|seq| {
+            let c = slots[order[seq]].as_mut().expect("live slot");
             let full = share(c.p, sum_cwnd, sum_p);
             let h = c.handover.as_mut().expect("in handover");
             let target = h.target.min(full);
@@ -479,15 +511,15 @@ impl TcpCoupler for TcpCcc {
     }
 
     fn len(&self) -> usize {
-        self.conns.len()
+        self.index.len()
     }
 
     fn conn(&self, conn: FlowId) -> Result<ConnView, Error> {
-        Ok(self.view(self.seq(conn)?))
+        Ok(self.view(self.slot(conn)?))
     }
 
     fn conns(&self) -> Vec<ConnView> {
-        self.conns.keys().map(|s| self.view(*s)).collect()
+        self.order.values().map(|s| self.view(*s)).collect()
     }
 }
 
