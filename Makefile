@@ -39,6 +39,7 @@ test: lint rust-test py-test
 
 bench:
 	$(CARGO) bench -p macroflow-bench
+	python3 bench/report_coupling.py
 
 clean:
 	$(CARGO) clean
