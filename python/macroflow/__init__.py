@@ -1,1 +1,67 @@
-from macroflow._native import __version__
+"""macroflow: coupled congestion control (FSE, TCP-CCC) and the instruments that prove it.
+
+The coupling layer is the Rust crate ``coupling``; this package exposes it through thin bindings
+(``macroflow._native``). Conventions: ids are ``int``; points in time are ``now_ns: int``
+nanoseconds on a clock the caller chooses (nothing here reads a clock); spans such as RTTs and
+timeouts are float seconds (``_s``); rates are float bit/s (``_bps``); windows are float packets
+(``_pkts``). Every error is a :class:`CouplingError` (a ``ValueError``), and a call that raises
+leaves the object unchanged.
+"""
+
+from macroflow._native import (
+    FSE_ALGORITHMS,
+    TCP_COUPLER_KINDS,
+    TCP_STATES,
+    ConnView,
+    CouplingError,
+    DuplicateFlowError,
+    FlowView,
+    Fse,
+    FseGroup,
+    FseGroupView,
+    GroupNotEmptyError,
+    InvalidValueError,
+    MissingInputError,
+    Outcome,
+    Release,
+    Response,
+    TcbCache,
+    TcbInit,
+    TcpCoupler,
+    TcpGroups,
+    TcpGroupView,
+    TimeWentBackwardsError,
+    UnknownFlowError,
+    UnknownGroupError,
+    UnsupportedError,
+    __version__,
+)
+
+__all__ = [
+    "FSE_ALGORITHMS",
+    "TCP_COUPLER_KINDS",
+    "TCP_STATES",
+    "ConnView",
+    "CouplingError",
+    "DuplicateFlowError",
+    "FlowView",
+    "Fse",
+    "FseGroup",
+    "FseGroupView",
+    "GroupNotEmptyError",
+    "InvalidValueError",
+    "MissingInputError",
+    "Outcome",
+    "Release",
+    "Response",
+    "TcbCache",
+    "TcbInit",
+    "TcpCoupler",
+    "TcpGroups",
+    "TcpGroupView",
+    "TimeWentBackwardsError",
+    "UnknownFlowError",
+    "UnknownGroupError",
+    "UnsupportedError",
+    "__version__",
+]

@@ -1,7 +1,44 @@
+//! `macroflow._native`: thin PyO3 bindings of the `coupling` crate. No logic of their own: each
+//! method converts its arguments, calls the crate, and converts the result or the error.
+//!
+//! Conventions (see `python/macroflow/_native.pyi`): flow, connection and group ids are `int`
+//! (u64); points in time are `now_ns: int` nanoseconds on a clock the caller chooses; spans (RTT,
+//! timeouts) are float seconds with an `_s` suffix; rates are float bit/s (`_bps`), windows float
+//! packets (`_pkts`). A call that raises leaves the object unchanged.
+
+mod convert;
+mod fse;
+mod tcb;
+mod tcp;
+
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    convert::add_exceptions(m)?;
+    m.add_class::<fse::PyFseGroup>()?;
+    m.add_class::<fse::PyFse>()?;
+    m.add_class::<fse::FlowView>()?;
+    m.add_class::<fse::Outcome>()?;
+    m.add_class::<fse::FseGroupView>()?;
+    m.add_class::<tcp::PyTcpCoupler>()?;
+    m.add_class::<tcp::PyTcpGroups>()?;
+    m.add_class::<tcp::Response>()?;
+    m.add_class::<tcp::Release>()?;
+    m.add_class::<tcp::ConnView>()?;
+    m.add_class::<tcp::TcpGroupView>()?;
+    m.add_class::<tcb::PyTcbCache>()?;
+    m.add_class::<tcb::TcbInit>()?;
+    m.add(
+        "FSE_ALGORITHMS",
+        PyTuple::new(m.py(), fse::algorithm_names())?,
+    )?;
+    m.add(
+        "TCP_COUPLER_KINDS",
+        PyTuple::new(m.py(), tcp::kind_names())?,
+    )?;
+    m.add("TCP_STATES", PyTuple::new(m.py(), ["SS", "CA", "FR"])?)?;
     Ok(())
 }

@@ -1,0 +1,397 @@
+//! Bindings of `coupling::fse`: [`FseGroup`] (one flow group) and [`Fse`] (many groups with flow
+//! grouping). Conversion only: every decision is the crate's.
+
+use crate::convert::{
+    fmt_f64, fmt_opt, grouping, instant, opt_secs, secs, unknown_name, PyResultExt,
+};
+use coupling::fse::{self, Algorithm, Assignment, FseConfig, FseUpdate};
+use coupling::{FlowId, GroupId};
+use pyo3::prelude::*;
+
+fn parse_algorithm(name: &str) -> PyResult<Algorithm> {
+    Algorithm::from_name(name)
+        .ok_or_else(|| unknown_name("algorithm", name, Algorithm::ALL.map(Algorithm::name)))
+}
+
+fn pairs(out: &[Assignment]) -> Vec<(u64, f64)> {
+    out.iter().map(|a| (a.flow.0, a.rate_bps)).collect()
+}
+
+fn update_input(
+    cc_rate_bps: f64,
+    now_ns: u64,
+    desired_rate_bps: f64,
+    rtt_s: Option<f64>,
+) -> PyResult<FseUpdate> {
+    Ok(FseUpdate {
+        cc_rate_bps,
+        desired_rate_bps,
+        rtt: opt_secs("rtt_s", rtt_s)?,
+        now: instant(now_ns),
+    })
+}
+
+/// A registered flow as the FSE stores it.
+#[pyclass(frozen, eq, get_all, module = "macroflow")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowView {
+    pub flow: u64,
+    pub priority: f64,
+    pub fse_rate_bps: f64,
+    pub desired_rate_bps: f64,
+}
+
+impl From<fse::FlowView> for FlowView {
+    fn from(v: fse::FlowView) -> Self {
+        FlowView {
+            flow: v.flow.0,
+            priority: v.priority,
+            fse_rate_bps: v.fse_rate_bps,
+            desired_rate_bps: v.desired_rate_bps,
+        }
+    }
+}
+
+#[pymethods]
+impl FlowView {
+    fn __repr__(&self) -> String {
+        format!(
+            "FlowView(flow={}, priority={}, fse_rate_bps={}, desired_rate_bps={})",
+            self.flow,
+            fmt_f64(self.priority),
+            fmt_f64(self.fse_rate_bps),
+            fmt_f64(self.desired_rate_bps)
+        )
+    }
+}
+
+/// What UPDATE returns: the updating flow's rate and, for the active algorithms, every flow's rate.
+#[pyclass(frozen, eq, get_all, module = "macroflow")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub rate_bps: f64,
+    pub assignments: Vec<(u64, f64)>,
+}
+
+#[pymethods]
+impl Outcome {
+    fn __repr__(&self) -> String {
+        let a: Vec<String> = self
+            .assignments
+            .iter()
+            .map(|(f, r)| format!("({f}, {})", fmt_f64(*r)))
+            .collect();
+        format!(
+            "Outcome(rate_bps={}, assignments=[{}])",
+            fmt_f64(self.rate_bps),
+            a.join(", ")
+        )
+    }
+}
+
+fn group_repr(name: &str, gid: Option<u64>, g: &fse::FseGroup) -> String {
+    let gid = gid.map_or(String::new(), |g| format!("gid={g}, "));
+    format!(
+        "{name}({gid}algorithm='{}', flows={}, sum_calculated_rate={}, sum_priority={}, leftover={})",
+        g.algorithm().name(),
+        g.len(),
+        fmt_f64(g.sum_calculated_rate()),
+        fmt_f64(g.sum_priority()),
+        fmt_f64(g.leftover())
+    )
+}
+
+/// One FSE flow group running one algorithm (`coupling::fse::FseGroup`).
+#[pyclass(module = "macroflow", name = "FseGroup")]
+pub struct PyFseGroup {
+    inner: fse::FseGroup,
+}
+
+#[pymethods]
+impl PyFseGroup {
+    #[new]
+    fn new(algorithm: &str) -> PyResult<Self> {
+        Ok(PyFseGroup {
+            inner: fse::FseGroup::new(parse_algorithm(algorithm)?),
+        })
+    }
+
+    #[pyo3(signature = (flow, priority, initial_rate_bps, now_ns=0))]
+    fn register(
+        &mut self,
+        flow: u64,
+        priority: f64,
+        initial_rate_bps: f64,
+        now_ns: u64,
+    ) -> PyResult<f64> {
+        self.inner
+            .register(FlowId(flow), priority, initial_rate_bps, instant(now_ns))
+            .py()
+    }
+
+    #[pyo3(signature = (flow, cc_rate_bps, now_ns=0, desired_rate_bps=f64::INFINITY, rtt_s=None))]
+    fn update(
+        &mut self,
+        flow: u64,
+        cc_rate_bps: f64,
+        now_ns: u64,
+        desired_rate_bps: f64,
+        rtt_s: Option<f64>,
+    ) -> PyResult<Outcome> {
+        let input = update_input(cc_rate_bps, now_ns, desired_rate_bps, rtt_s)?;
+        let out = self.inner.update(FlowId(flow), input).py()?;
+        Ok(Outcome {
+            rate_bps: out.rate_bps,
+            assignments: pairs(out.assignments),
+        })
+    }
+
+    #[pyo3(signature = (flow, priority, now_ns=0))]
+    fn set_priority(&mut self, flow: u64, priority: f64, now_ns: u64) -> PyResult<Vec<(u64, f64)>> {
+        self.inner
+            .set_priority(FlowId(flow), priority, instant(now_ns))
+            .py()
+            .map(pairs)
+    }
+
+    fn leave(&mut self, flow: u64) -> PyResult<Vec<(u64, f64)>> {
+        self.inner.leave(FlowId(flow)).py().map(pairs)
+    }
+
+    fn expire(&mut self, now_ns: u64, timeout_s: f64) -> PyResult<Vec<u64>> {
+        let timeout = secs("timeout_s", timeout_s)?;
+        Ok(self
+            .inner
+            .expire(instant(now_ns), timeout)
+            .into_iter()
+            .map(|f| f.0)
+            .collect())
+    }
+
+    #[getter]
+    fn algorithm(&self) -> &'static str {
+        self.inner.algorithm().name()
+    }
+
+    #[getter]
+    fn sum_calculated_rate(&self) -> f64 {
+        self.inner.sum_calculated_rate()
+    }
+
+    #[getter]
+    fn sum_priority(&self) -> f64 {
+        self.inner.sum_priority()
+    }
+
+    #[getter]
+    fn leftover(&self) -> f64 {
+        self.inner.leftover()
+    }
+
+    #[getter]
+    fn timer_ns(&self) -> Option<u64> {
+        self.inner.timer().map(|t| t.as_nanos())
+    }
+
+    fn flows(&self) -> Vec<FlowView> {
+        self.inner.flows().into_iter().map(Into::into).collect()
+    }
+
+    fn flow(&self, flow: u64) -> PyResult<FlowView> {
+        self.inner.flow(FlowId(flow)).py().map(Into::into)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __contains__(&self, flow: &Bound<'_, PyAny>) -> bool {
+        flow.extract::<u64>()
+            .is_ok_and(|f| self.inner.contains(FlowId(f)))
+    }
+
+    fn __repr__(&self) -> String {
+        group_repr("FseGroup", None, &self.inner)
+    }
+}
+
+/// A read-only snapshot of one group of an [`Fse`].
+#[pyclass(frozen, eq, get_all, module = "macroflow")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct FseGroupView {
+    pub gid: u64,
+    pub algorithm: &'static str,
+    pub sum_calculated_rate: f64,
+    pub sum_priority: f64,
+    pub leftover: f64,
+    pub timer_ns: Option<u64>,
+    pub flows: Vec<FlowView>,
+}
+
+#[pymethods]
+impl FseGroupView {
+    fn __len__(&self) -> usize {
+        self.flows.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "FseGroupView(gid={}, algorithm='{}', flows={}, sum_calculated_rate={}, sum_priority={}, leftover={}, timer_ns={})",
+            self.gid,
+            self.algorithm,
+            self.flows.len(),
+            fmt_f64(self.sum_calculated_rate),
+            fmt_f64(self.sum_priority),
+            fmt_f64(self.leftover),
+            fmt_opt(self.timer_ns)
+        )
+    }
+}
+
+/// A Flow State Exchange: many groups, each with its own algorithm (`coupling::fse::Fse`).
+#[pyclass(module = "macroflow", name = "Fse")]
+pub struct PyFse {
+    inner: fse::Fse,
+}
+
+#[pymethods]
+impl PyFse {
+    #[new]
+    #[pyo3(signature = (default_algorithm="conservative_active", soft_state_timeout_s=None))]
+    fn new(default_algorithm: &str, soft_state_timeout_s: Option<f64>) -> PyResult<Self> {
+        Ok(PyFse {
+            inner: fse::Fse::new(FseConfig {
+                default_algorithm: parse_algorithm(default_algorithm)?,
+                soft_state_timeout: opt_secs("soft_state_timeout_s", soft_state_timeout_s)?,
+            }),
+        })
+    }
+
+    #[getter]
+    fn default_algorithm(&self) -> &'static str {
+        self.inner.config().default_algorithm.name()
+    }
+
+    #[getter]
+    fn soft_state_timeout_s(&self) -> Option<f64> {
+        self.inner
+            .config()
+            .soft_state_timeout
+            .map(|d| d.as_secs_f64())
+    }
+
+    fn configure_group(&mut self, gid: u64, algorithm: &str) -> PyResult<()> {
+        let a = parse_algorithm(algorithm)?;
+        self.inner.configure_group(GroupId(gid), a).py()
+    }
+
+    #[pyo3(signature = (flow, priority, initial_rate_bps, now_ns=0, group=None, five_tuple=None, dscp=0, label=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn register(
+        &mut self,
+        flow: u64,
+        priority: f64,
+        initial_rate_bps: f64,
+        now_ns: u64,
+        group: Option<u64>,
+        five_tuple: Option<&Bound<'_, PyAny>>,
+        dscp: i64,
+        label: Option<String>,
+    ) -> PyResult<(u64, f64)> {
+        let g = grouping(group, five_tuple, dscp, label)?;
+        let (gid, rate) = self
+            .inner
+            .register(
+                FlowId(flow),
+                &g,
+                priority,
+                initial_rate_bps,
+                instant(now_ns),
+            )
+            .py()?;
+        Ok((gid.0, rate))
+    }
+
+    #[pyo3(signature = (flow, cc_rate_bps, now_ns=0, desired_rate_bps=f64::INFINITY, rtt_s=None))]
+    fn update(
+        &mut self,
+        flow: u64,
+        cc_rate_bps: f64,
+        now_ns: u64,
+        desired_rate_bps: f64,
+        rtt_s: Option<f64>,
+    ) -> PyResult<Outcome> {
+        let input = update_input(cc_rate_bps, now_ns, desired_rate_bps, rtt_s)?;
+        let out = self.inner.update(FlowId(flow), input).py()?;
+        Ok(Outcome {
+            rate_bps: out.rate_bps,
+            assignments: pairs(out.assignments),
+        })
+    }
+
+    #[pyo3(signature = (flow, priority, now_ns=0))]
+    fn set_priority(&mut self, flow: u64, priority: f64, now_ns: u64) -> PyResult<Vec<(u64, f64)>> {
+        self.inner
+            .set_priority(FlowId(flow), priority, instant(now_ns))
+            .py()
+            .map(pairs)
+    }
+
+    fn leave(&mut self, flow: u64) -> PyResult<Vec<(u64, f64)>> {
+        self.inner.leave(FlowId(flow)).py().map(|v| pairs(&v))
+    }
+
+    fn expire(&mut self, now_ns: u64) -> Vec<(u64, u64)> {
+        self.inner
+            .expire(instant(now_ns))
+            .into_iter()
+            .map(|(g, f)| (g.0, f.0))
+            .collect()
+    }
+
+    fn group_of(&self, flow: u64) -> PyResult<u64> {
+        self.inner.group_of(FlowId(flow)).py().map(|g| g.0)
+    }
+
+    fn group_ids(&self) -> Vec<u64> {
+        self.inner.group_ids().into_iter().map(|g| g.0).collect()
+    }
+
+    fn group(&self, gid: u64) -> PyResult<FseGroupView> {
+        let g = self.inner.group(GroupId(gid)).py()?;
+        Ok(FseGroupView {
+            gid,
+            algorithm: g.algorithm().name(),
+            sum_calculated_rate: g.sum_calculated_rate(),
+            sum_priority: g.sum_priority(),
+            leftover: g.leftover(),
+            timer_ns: g.timer().map(|t| t.as_nanos()),
+            flows: g.flows().into_iter().map(Into::into).collect(),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.flow_count()
+    }
+
+    fn __contains__(&self, flow: &Bound<'_, PyAny>) -> bool {
+        flow.extract::<u64>()
+            .is_ok_and(|f| self.inner.group_of(FlowId(f)).is_ok())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Fse(default_algorithm='{}', soft_state_timeout_s={}, groups={}, flows={})",
+            self.inner.config().default_algorithm.name(),
+            self.soft_state_timeout_s()
+                .map_or_else(|| "None".to_string(), fmt_f64),
+            self.inner.group_ids().len(),
+            self.inner.flow_count()
+        )
+    }
+}
+
+/// The names of the FSE algorithms, for `FseGroup(...)` and `Fse(...)`.
+pub fn algorithm_names() -> Vec<&'static str> {
+    Algorithm::ALL.iter().map(|a| a.name()).collect()
+}

@@ -1,0 +1,479 @@
+//! Bindings of `coupling::tcp`: one coupled group ([`PyTcpCoupler`]) and many groups with flow
+//! grouping ([`PyTcpGroups`]). Conversion only: every decision is the crate's.
+
+use crate::convert::{fmt_f64, fmt_opt, grouping, unknown_name, PyResultExt};
+use coupling::tcp::{self, CouplerKind, ETcp, Efcm, TcpCcc, TcpState, TcpUpdate};
+use coupling::{Error, FlowId, GroupId};
+use pyo3::prelude::*;
+use std::sync::{Mutex, MutexGuard};
+
+const KINDS: [CouplerKind; 4] = [
+    CouplerKind::Ccc { handover: false },
+    CouplerKind::Ccc { handover: true },
+    CouplerKind::ETcp,
+    CouplerKind::Efcm,
+];
+
+fn parse_kind(name: &str) -> PyResult<CouplerKind> {
+    CouplerKind::from_name(name).ok_or_else(|| unknown_name("kind", name, KINDS.map(|k| k.name())))
+}
+
+fn parse_state(name: &str) -> PyResult<TcpState> {
+    TcpState::from_name(name).ok_or_else(|| unknown_name("state", name, ["SS", "CA", "FR"]))
+}
+
+fn update_input(
+    cwnd_pkts: f64,
+    ssthresh_pkts: f64,
+    state: &str,
+    timeout: bool,
+) -> PyResult<TcpUpdate> {
+    Ok(TcpUpdate {
+        cwnd_pkts,
+        ssthresh_pkts,
+        state: parse_state(state)?,
+        timeout,
+    })
+}
+
+/// The cwnd and ssthresh a coupler assigns to a connection.
+#[pyclass(frozen, eq, get_all, module = "macroflow")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    pub cwnd_pkts: f64,
+    pub ssthresh_pkts: f64,
+}
+
+impl From<tcp::Response> for Response {
+    fn from(r: tcp::Response) -> Self {
+        Response {
+            cwnd_pkts: r.cwnd_pkts,
+            ssthresh_pkts: r.ssthresh_pkts,
+        }
+    }
+}
+
+#[pymethods]
+impl Response {
+    fn __repr__(&self) -> String {
+        format!(
+            "Response(cwnd_pkts={}, ssthresh_pkts={})",
+            fmt_f64(self.cwnd_pkts),
+            fmt_f64(self.ssthresh_pkts)
+        )
+    }
+}
+
+/// Segments released to a connection in ack-clocked handover.
+#[pyclass(frozen, eq, get_all, module = "macroflow")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Release {
+    pub conn: u64,
+    pub cwnd_pkts: f64,
+    pub done: bool,
+}
+
+impl From<tcp::Release> for Release {
+    fn from(r: tcp::Release) -> Self {
+        Release {
+            conn: r.conn.0,
+            cwnd_pkts: r.cwnd_pkts,
+            done: r.done,
+        }
+    }
+}
+
+#[pymethods]
+impl Release {
+    fn __repr__(&self) -> String {
+        format!(
+            "Release(conn={}, cwnd_pkts={}, done={})",
+            self.conn,
+            fmt_f64(self.cwnd_pkts),
+            if self.done { "True" } else { "False" }
+        )
+    }
+}
+
+/// A connection's coupled state.
+#[pyclass(frozen, eq, get_all, module = "macroflow")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnView {
+    pub conn: u64,
+    pub priority: f64,
+    pub cwnd_pkts: f64,
+    pub ssthresh_pkts: f64,
+    pub state: &'static str,
+    pub coordinating: bool,
+    pub handover: Option<(u64, f64)>,
+}
+
+impl From<tcp::ConnView> for ConnView {
+    fn from(v: tcp::ConnView) -> Self {
+        ConnView {
+            conn: v.conn.0,
+            priority: v.priority,
+            cwnd_pkts: v.cwnd_pkts,
+            ssthresh_pkts: v.ssthresh_pkts,
+            state: v.state.name(),
+            coordinating: v.coordinating,
+            handover: v.handover,
+        }
+    }
+}
+
+#[pymethods]
+impl ConnView {
+    fn __repr__(&self) -> String {
+        format!(
+            "ConnView(conn={}, priority={}, cwnd_pkts={}, ssthresh_pkts={}, state='{}', coordinating={}, handover={})",
+            self.conn,
+            fmt_f64(self.priority),
+            fmt_f64(self.cwnd_pkts),
+            fmt_f64(self.ssthresh_pkts),
+            self.state,
+            if self.coordinating { "True" } else { "False" },
+            self.handover
+                .map_or_else(|| "None".to_string(), |(r, t)| format!("({r}, {})", fmt_f64(t)))
+        )
+    }
+}
+
+/// The concrete coupler, so the CCC-only accessors (`coco`, ...) are reachable.
+#[derive(Debug)]
+enum Coupler {
+    Ccc(TcpCcc),
+    ETcp(ETcp),
+    Efcm(Efcm),
+}
+
+impl Coupler {
+    fn new(kind: CouplerKind) -> Self {
+        match kind {
+            CouplerKind::Ccc { handover } => Coupler::Ccc(TcpCcc::new(handover)),
+            CouplerKind::ETcp => Coupler::ETcp(ETcp::default()),
+            CouplerKind::Efcm => Coupler::Efcm(Efcm::default()),
+        }
+    }
+
+    fn get(&self) -> &dyn tcp::TcpCoupler {
+        match self {
+            Coupler::Ccc(c) => c,
+            Coupler::ETcp(c) => c,
+            Coupler::Efcm(c) => c,
+        }
+    }
+
+    fn get_mut(&mut self) -> &mut dyn tcp::TcpCoupler {
+        match self {
+            Coupler::Ccc(c) => c,
+            Coupler::ETcp(c) => c,
+            Coupler::Efcm(c) => c,
+        }
+    }
+}
+
+/// One coupled group of TCP connections: "ccc", "ccc_handover", "etcp" or "efcm".
+#[pyclass(module = "macroflow", name = "TcpCoupler")]
+pub struct PyTcpCoupler {
+    inner: Coupler,
+}
+
+#[pymethods]
+impl PyTcpCoupler {
+    #[new]
+    #[pyo3(signature = (kind="ccc"))]
+    fn new(kind: &str) -> PyResult<Self> {
+        Ok(PyTcpCoupler {
+            inner: Coupler::new(parse_kind(kind)?),
+        })
+    }
+
+    fn register(
+        &mut self,
+        conn: u64,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+    ) -> PyResult<Response> {
+        self.inner
+            .get_mut()
+            .register(FlowId(conn), priority, cwnd_pkts, ssthresh_pkts)
+            .py()
+            .map(Into::into)
+    }
+
+    #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false))]
+    fn update(
+        &mut self,
+        conn: u64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+        state: &str,
+        timeout: bool,
+    ) -> PyResult<Option<Response>> {
+        let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout)?;
+        self.inner
+            .get_mut()
+            .update(FlowId(conn), u)
+            .py()
+            .map(|r| r.map(Into::into))
+    }
+
+    fn leave(&mut self, conn: u64) -> PyResult<()> {
+        self.inner.get_mut().leave(FlowId(conn)).py()
+    }
+
+    fn set_priority(&mut self, conn: u64, priority: f64) -> PyResult<()> {
+        self.inner
+            .get_mut()
+            .set_priority(FlowId(conn), priority)
+            .py()
+    }
+
+    fn on_ack(&mut self, conn: u64) -> PyResult<Vec<Release>> {
+        let mut released = Vec::new();
+        self.inner
+            .get_mut()
+            .on_ack(FlowId(conn), &mut released)
+            .py()?;
+        Ok(released.into_iter().map(Into::into).collect())
+    }
+
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.inner.get().name()
+    }
+
+    #[getter]
+    fn sum_cwnd(&self) -> f64 {
+        self.inner.get().sum_cwnd()
+    }
+
+    #[getter]
+    fn sum_ssthresh(&self) -> f64 {
+        match &self.inner {
+            Coupler::Ccc(c) => c.sum_ssthresh(),
+            Coupler::ETcp(c) => c.sum_ssthresh(),
+            Coupler::Efcm(c) => c.sum_ssthresh(),
+        }
+    }
+
+    /// The coordinating connection; always None for the baselines, which have none.
+    #[getter]
+    fn coco(&self) -> Option<u64> {
+        match &self.inner {
+            Coupler::Ccc(c) => c.coco().map(|f| f.0),
+            Coupler::ETcp(_) | Coupler::Efcm(_) => None,
+        }
+    }
+
+    #[getter]
+    fn all_in_slow_start(&self) -> PyResult<bool> {
+        match &self.inner {
+            Coupler::Ccc(c) => Ok(c.all_in_slow_start()),
+            other => Err(Error::Unsupported {
+                operation: "all_in_slow_start",
+                coupler: other.get().name(),
+            })
+            .py(),
+        }
+    }
+
+    #[getter]
+    fn handovers_running(&self) -> usize {
+        match &self.inner {
+            Coupler::Ccc(c) => c.handovers_running(),
+            Coupler::ETcp(_) | Coupler::Efcm(_) => 0,
+        }
+    }
+
+    fn conn(&self, conn: u64) -> PyResult<ConnView> {
+        self.inner.get().conn(FlowId(conn)).py().map(Into::into)
+    }
+
+    fn conns(&self) -> Vec<ConnView> {
+        self.inner
+            .get()
+            .conns()
+            .into_iter()
+            .map(Into::into)
+            .collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.get().len()
+    }
+
+    fn __contains__(&self, conn: &Bound<'_, PyAny>) -> bool {
+        conn.extract::<u64>()
+            .is_ok_and(|c| self.inner.get().conn(FlowId(c)).is_ok())
+    }
+
+    fn __repr__(&self) -> String {
+        let c = self.inner.get();
+        let coco = match &self.inner {
+            Coupler::Ccc(_) => format!(", coco={}", fmt_opt(self.coco())),
+            _ => String::new(),
+        };
+        format!(
+            "TcpCoupler(kind='{}', conns={}, sum_cwnd={}{coco})",
+            c.name(),
+            c.len(),
+            fmt_f64(c.sum_cwnd())
+        )
+    }
+}
+
+/// A read-only snapshot of one group of a [`PyTcpGroups`].
+#[pyclass(frozen, eq, get_all, module = "macroflow")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpGroupView {
+    pub gid: u64,
+    pub kind: &'static str,
+    pub sum_cwnd: f64,
+    pub conns: Vec<ConnView>,
+}
+
+#[pymethods]
+impl TcpGroupView {
+    fn __len__(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TcpGroupView(gid={}, kind='{}', conns={}, sum_cwnd={})",
+            self.gid,
+            self.kind,
+            self.conns.len(),
+            fmt_f64(self.sum_cwnd)
+        )
+    }
+}
+
+/// Many coupled TCP groups with flow grouping (`coupling::tcp::TcpGroups`). The crate's groups hold
+/// `Box<dyn TcpCoupler>` (Send, not Sync), so a Mutex makes the class shareable between threads.
+#[pyclass(module = "macroflow", name = "TcpGroups")]
+pub struct PyTcpGroups {
+    inner: Mutex<tcp::TcpGroups>,
+    default_kind: &'static str,
+}
+
+impl PyTcpGroups {
+    fn lock(&self) -> MutexGuard<'_, tcp::TcpGroups> {
+        // The crate never panics on bad input; a poisoned lock still holds consistent state.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl PyTcpGroups {
+    #[new]
+    #[pyo3(signature = (default_kind="ccc"))]
+    fn new(default_kind: &str) -> PyResult<Self> {
+        let kind = parse_kind(default_kind)?;
+        Ok(PyTcpGroups {
+            inner: Mutex::new(tcp::TcpGroups::new(kind)),
+            default_kind: kind.name(),
+        })
+    }
+
+    #[getter]
+    fn default_kind(&self) -> &'static str {
+        self.default_kind
+    }
+
+    fn configure_group(&mut self, gid: u64, kind: &str) -> PyResult<()> {
+        let kind = parse_kind(kind)?;
+        self.lock().configure_group(GroupId(gid), kind).py()
+    }
+
+    #[pyo3(signature = (conn, priority, cwnd_pkts, ssthresh_pkts, group=None, five_tuple=None, dscp=0, label=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn register(
+        &mut self,
+        conn: u64,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+        group: Option<u64>,
+        five_tuple: Option<&Bound<'_, PyAny>>,
+        dscp: i64,
+        label: Option<String>,
+    ) -> PyResult<(u64, Response)> {
+        let g = grouping(group, five_tuple, dscp, label)?;
+        let (gid, r) = self
+            .lock()
+            .register(FlowId(conn), &g, priority, cwnd_pkts, ssthresh_pkts)
+            .py()?;
+        Ok((gid.0, r.into()))
+    }
+
+    #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false))]
+    fn update(
+        &mut self,
+        conn: u64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+        state: &str,
+        timeout: bool,
+    ) -> PyResult<Option<Response>> {
+        let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout)?;
+        self.lock()
+            .update(FlowId(conn), u)
+            .py()
+            .map(|r| r.map(Into::into))
+    }
+
+    fn on_ack(&mut self, conn: u64) -> PyResult<Vec<Release>> {
+        let mut released = Vec::new();
+        self.lock().on_ack(FlowId(conn), &mut released).py()?;
+        Ok(released.into_iter().map(Into::into).collect())
+    }
+
+    fn set_priority(&mut self, conn: u64, priority: f64) -> PyResult<()> {
+        self.lock().set_priority(FlowId(conn), priority).py()
+    }
+
+    fn leave(&mut self, conn: u64) -> PyResult<()> {
+        self.lock().leave(FlowId(conn)).py()
+    }
+
+    fn group_of(&self, conn: u64) -> PyResult<u64> {
+        self.lock().group_of(FlowId(conn)).py().map(|g| g.0)
+    }
+
+    fn group_ids(&self) -> Vec<u64> {
+        self.lock().group_ids().into_iter().map(|g| g.0).collect()
+    }
+
+    fn group(&self, gid: u64) -> PyResult<TcpGroupView> {
+        let groups = self.lock();
+        let g = groups.group(GroupId(gid)).py()?;
+        Ok(TcpGroupView {
+            gid,
+            kind: g.name(),
+            sum_cwnd: g.sum_cwnd(),
+            conns: g.conns().into_iter().map(Into::into).collect(),
+        })
+    }
+
+    fn __contains__(&self, conn: &Bound<'_, PyAny>) -> bool {
+        conn.extract::<u64>()
+            .is_ok_and(|c| self.lock().group_of(FlowId(c)).is_ok())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TcpGroups(default_kind='{}', groups={})",
+            self.default_kind,
+            self.lock().group_ids().len()
+        )
+    }
+}
+
+/// The names of the TCP couplers, for `TcpCoupler(...)` and `TcpGroups(...)`.
+pub fn kind_names() -> Vec<&'static str> {
+    KINDS.iter().map(|k| k.name()).collect()
+}

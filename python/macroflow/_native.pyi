@@ -1,0 +1,453 @@
+"""Type hints for ``macroflow._native``, the thin bindings of the Rust crate ``coupling``.
+
+Conventions used throughout:
+
+- Flow, connection and group ids are non-negative ``int`` (u64).
+- Points in time are ``now_ns: int``, integer nanoseconds since an epoch the caller chooses (a
+  simulator's start, or a monotonic clock the caller reads). Nothing here reads a clock.
+- Spans of time (RTTs, timeouts, expiry) are ``float`` seconds, named ``..._s``. They must be
+  finite and >= 0.
+- Rates are ``float`` bit/s (``..._bps``); windows are ``float`` packets (``..._pkts``).
+- Every error is a :class:`CouplingError` subclass with a message naming the field, the value and
+  what was expected. A call that raises leaves the object unchanged.
+"""
+
+from ipaddress import IPv4Address, IPv6Address
+from typing import Final, Literal, Optional, Union
+
+__version__: Final[str]
+
+FseAlgorithm = Literal["active", "conservative_active", "simple_passive", "passive"]
+CouplerKind = Literal["ccc", "ccc_handover", "etcp", "efcm"]
+TcpState = Literal["SS", "CA", "FR"]
+Address = Union[str, IPv4Address, IPv6Address]
+FiveTuple = tuple[Address, Address, int, int, int]
+"""``(src_ip, dst_ip, protocol, src_port, dst_port)``."""
+
+FSE_ALGORITHMS: Final[tuple[str, ...]]
+"""The FSE algorithm names, in the order of RFC 8699 / seed 003."""
+TCP_COUPLER_KINDS: Final[tuple[str, ...]]
+"""The TCP coupler names."""
+TCP_STATES: Final[tuple[str, ...]]
+"""``("SS", "CA", "FR")``: slow start, congestion avoidance, fast recovery."""
+
+# ----------------------------------------------------------------------------------------------
+# Exceptions
+
+class CouplingError(ValueError):
+    """Base class of every error of the coupling layer; the object is left unchanged."""
+
+class InvalidValueError(CouplingError):
+    """A number or name outside its domain (NaN, infinite, negative, zero priority, unknown
+    algorithm or kind, bad address, bad grouping arguments, ...)."""
+
+class UnknownFlowError(CouplingError, KeyError):
+    """The flow (or connection) id is not registered."""
+
+class DuplicateFlowError(CouplingError):
+    """The flow (or connection) id is already registered."""
+
+class UnknownGroupError(CouplingError, KeyError):
+    """The flow group id does not exist."""
+
+class GroupNotEmptyError(CouplingError):
+    """A group's algorithm can only be changed while it has no flows."""
+
+class MissingInputError(CouplingError):
+    """An input the algorithm needs was not given (e.g. ``rtt_s`` for "conservative_active")."""
+
+class TimeWentBackwardsError(CouplingError):
+    """``now_ns`` is earlier than a time the group has already seen."""
+
+class UnsupportedError(CouplingError):
+    """The operation is not meaningful for this coupler."""
+
+# ----------------------------------------------------------------------------------------------
+# Flow State Exchange (RFC 8699)
+
+class FlowView:
+    """A registered flow as the FSE stores it (read-only)."""
+
+    @property
+    def flow(self) -> int: ...
+    @property
+    def priority(self) -> float: ...
+    @property
+    def fse_rate_bps(self) -> float:
+        """FSE_R: the rate last assigned to the flow."""
+    @property
+    def desired_rate_bps(self) -> float:
+        """DR: the flow's desired rate; ``inf`` means unlimited."""
+
+class Outcome:
+    """What UPDATE returns (read-only)."""
+
+    @property
+    def rate_bps(self) -> float:
+        """The rate the updating flow uses from now on."""
+    @property
+    def assignments(self) -> list[tuple[int, float]]:
+        """``(flow, rate_bps)`` for every flow of the group (active algorithms); empty for the
+        passive algorithms, which only answer the updating flow."""
+
+class FseGroup:
+    """One FSE flow group running one algorithm.
+
+    ``algorithm`` is one of "active" (RFC 8699 sec. 5.3.1), "conservative_active" (sec. 5.3.2;
+    needs ``rtt_s`` on every update), "simple_passive" (seed 003 Algorithm 3) and "passive"
+    (RFC 8699 draft App. C). An unknown name raises InvalidValueError listing the valid ones.
+    """
+
+    def __init__(self, algorithm: FseAlgorithm) -> None: ...
+    def register(
+        self, flow: int, priority: float, initial_rate_bps: float, now_ns: int = 0
+    ) -> float:
+        """Registers a flow (priority > 0, initial rate >= 0); returns the rate to use now."""
+    def update(
+        self,
+        flow: int,
+        cc_rate_bps: float,
+        now_ns: int = 0,
+        desired_rate_bps: float = float("inf"),
+        rtt_s: Optional[float] = None,
+    ) -> Outcome:
+        """UPDATE with the controller's rate CC_R, the application's desired rate DR (``inf``:
+        bulk transfer) and the flow's RTT in seconds (required by "conservative_active")."""
+    def set_priority(self, flow: int, priority: float, now_ns: int = 0) -> list[tuple[int, float]]:
+        """Changes a flow's priority; active algorithms return every flow's new rate, passive
+        ones an empty list (the change applies at the flow's next update)."""
+    def leave(self, flow: int) -> list[tuple[int, float]]:
+        """The flow leaves; its share stays in S_CR. Active algorithms return the remaining
+        flows' new rates."""
+    def expire(self, now_ns: int, timeout_s: float) -> list[int]:
+        """Removes flows silent for longer than ``timeout_s``; returns them in ascending order."""
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def sum_calculated_rate(self) -> float:
+        """S_CR, the group's aggregate rate."""
+    @property
+    def sum_priority(self) -> float:
+        """S_P, the sum of the priorities."""
+    @property
+    def leftover(self) -> float:
+        """TLO, the total leftover rate ("passive" only; else 0)."""
+    @property
+    def timer_ns(self) -> Optional[int]:
+        """The instant until which "conservative_active" holds rates after a decrease."""
+    def flows(self) -> list[FlowView]:
+        """The registered flows in the group's internal order."""
+    def flow(self, flow: int) -> FlowView:
+        """One flow; raises UnknownFlowError."""
+    def __len__(self) -> int: ...
+    def __contains__(self, flow: object) -> bool: ...
+
+class FseGroupView:
+    """A read-only snapshot of one group of an :class:`Fse`."""
+
+    @property
+    def gid(self) -> int: ...
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def sum_calculated_rate(self) -> float: ...
+    @property
+    def sum_priority(self) -> float: ...
+    @property
+    def leftover(self) -> float: ...
+    @property
+    def timer_ns(self) -> Optional[int]: ...
+    @property
+    def flows(self) -> list[FlowView]: ...
+    def __len__(self) -> int: ...
+
+class Fse:
+    """A Flow State Exchange: many flow groups, each with its own algorithm, and the grouping
+    that decides which flows are coupled (RFC 8699 sec. 5.1).
+
+    Groups created implicitly by ``register`` run ``default_algorithm``. With
+    ``soft_state_timeout_s``, :meth:`expire` removes flows silent for longer than that.
+    """
+
+    def __init__(
+        self,
+        default_algorithm: FseAlgorithm = "conservative_active",
+        soft_state_timeout_s: Optional[float] = None,
+    ) -> None: ...
+    @property
+    def default_algorithm(self) -> str: ...
+    @property
+    def soft_state_timeout_s(self) -> Optional[float]: ...
+    def configure_group(self, gid: int, algorithm: FseAlgorithm) -> None:
+        """Creates group ``gid`` with ``algorithm``, or changes the algorithm of an existing
+        empty group (GroupNotEmptyError otherwise)."""
+    def register(
+        self,
+        flow: int,
+        priority: float,
+        initial_rate_bps: float,
+        now_ns: int = 0,
+        group: Optional[int] = None,
+        five_tuple: Optional[FiveTuple] = None,
+        dscp: int = 0,
+        label: Optional[str] = None,
+    ) -> tuple[int, float]:
+        """Registers a flow; returns ``(gid, rate_bps)``. Exactly one of ``group`` (an explicit
+        group id), ``five_tuple`` (with ``dscp`` in 0..=63: multiplexed flows share a group) and
+        ``label`` (configured: flows with the same label share a group) must be given."""
+    def update(
+        self,
+        flow: int,
+        cc_rate_bps: float,
+        now_ns: int = 0,
+        desired_rate_bps: float = float("inf"),
+        rtt_s: Optional[float] = None,
+    ) -> Outcome:
+        """UPDATE in the flow's group; see :meth:`FseGroup.update`."""
+    def set_priority(self, flow: int, priority: float, now_ns: int = 0) -> list[tuple[int, float]]: ...
+    def leave(self, flow: int) -> list[tuple[int, float]]:
+        """The flow leaves; a group left empty is dropped."""
+    def expire(self, now_ns: int) -> list[tuple[int, int]]:
+        """Removes silent flows (soft state); returns ``(gid, flow)`` pairs. Empty without a
+        soft-state timeout."""
+    def group_of(self, flow: int) -> int: ...
+    def group_ids(self) -> list[int]:
+        """Group ids in ascending order."""
+    def group(self, gid: int) -> FseGroupView:
+        """A snapshot of one group; raises UnknownGroupError."""
+    def __len__(self) -> int:
+        """The number of registered flows."""
+    def __contains__(self, flow: object) -> bool: ...
+
+# ----------------------------------------------------------------------------------------------
+# TCP coupling (seed 003 ch. 7, 9)
+
+class Response:
+    """The cwnd and ssthresh a coupler assigns to a connection (read-only)."""
+
+    @property
+    def cwnd_pkts(self) -> float: ...
+    @property
+    def ssthresh_pkts(self) -> float: ...
+
+class Release:
+    """Segments released to a joining connection by ack-clocked handover (read-only)."""
+
+    @property
+    def conn(self) -> int: ...
+    @property
+    def cwnd_pkts(self) -> float:
+        """The window the connection may use now (its full share once ``done``)."""
+    @property
+    def done(self) -> bool: ...
+
+class ConnView:
+    """A connection's coupled state (read-only)."""
+
+    @property
+    def conn(self) -> int: ...
+    @property
+    def priority(self) -> float: ...
+    @property
+    def cwnd_pkts(self) -> float:
+        """The window last assigned to the connection."""
+    @property
+    def ssthresh_pkts(self) -> float: ...
+    @property
+    def state(self) -> str:
+        """The last reported state: "SS", "CA" or "FR"."""
+    @property
+    def coordinating(self) -> bool:
+        """The connection is the coordinating connection (CoCo); always False for baselines."""
+    @property
+    def handover(self) -> Optional[tuple[int, float]]:
+        """``(released, target)`` segments while in ack-clocked handover."""
+
+class TcpCoupler:
+    """One coupled group of TCP connections.
+
+    ``kind``: "ccc" (ctrlTCP / TCP-CCC), "ccc_handover" (with ack-clocked handover of a joining
+    connection's share), "etcp" (Ensemble TCP baseline) or "efcm" (EFCM baseline).
+    """
+
+    def __init__(self, kind: CouplerKind = "ccc") -> None: ...
+    def register(
+        self, conn: int, priority: float, cwnd_pkts: float, ssthresh_pkts: float
+    ) -> Response:
+        """Registers a connection; returns the cwnd and ssthresh it uses from now on."""
+    def update(
+        self,
+        conn: int,
+        cwnd_pkts: float,
+        ssthresh_pkts: float,
+        state: TcpState,
+        timeout: bool = False,
+    ) -> Optional[Response]:
+        """UPDATE after the connection's controller changed cwnd; ``None`` in Fast Recovery.
+        ``timeout=True`` (only with state "SS") reports a retransmission timeout."""
+    def leave(self, conn: int) -> None: ...
+    def set_priority(self, conn: int, priority: float) -> None:
+        """Changes a connection's priority; the new share applies from its next update."""
+    def on_ack(self, conn: int) -> list[Release]:
+        """A new ACK arrived for ``conn``; returns the segments released to joiners
+        ("ccc_handover"; the others only check ``conn``)."""
+    @property
+    def name(self) -> str:
+        """The kind."""
+    @property
+    def sum_cwnd(self) -> float:
+        """The aggregate congestion window."""
+    @property
+    def sum_ssthresh(self) -> float:
+        """The aggregate ssthresh (0 until the first loss)."""
+    @property
+    def coco(self) -> Optional[int]:
+        """The coordinating connection ("ccc", "ccc_handover"); None for the baselines."""
+    @property
+    def all_in_slow_start(self) -> bool:
+        """Every connection is in SS ("ccc", "ccc_handover"; UnsupportedError otherwise)."""
+    @property
+    def handovers_running(self) -> int:
+        """Connections in ack-clocked handover (0 except for "ccc_handover")."""
+    def conn(self, conn: int) -> ConnView:
+        """One connection; raises UnknownFlowError."""
+    def conns(self) -> list[ConnView]:
+        """All connections in registration order."""
+    def __len__(self) -> int: ...
+    def __contains__(self, conn: object) -> bool: ...
+
+class TcpGroupView:
+    """A read-only snapshot of one group of a :class:`TcpGroups`."""
+
+    @property
+    def gid(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def sum_cwnd(self) -> float: ...
+    @property
+    def conns(self) -> list[ConnView]: ...
+    def __len__(self) -> int: ...
+
+class TcpGroups:
+    """Many coupled TCP groups with flow grouping (the CCC entity of a host). Groups created
+    implicitly by ``register`` run ``default_kind``."""
+
+    def __init__(self, default_kind: CouplerKind = "ccc") -> None: ...
+    @property
+    def default_kind(self) -> str: ...
+    def configure_group(self, gid: int, kind: CouplerKind) -> None:
+        """Creates group ``gid`` with ``kind``, or changes the kind of an existing empty group."""
+    def register(
+        self,
+        conn: int,
+        priority: float,
+        cwnd_pkts: float,
+        ssthresh_pkts: float,
+        group: Optional[int] = None,
+        five_tuple: Optional[FiveTuple] = None,
+        dscp: int = 0,
+        label: Optional[str] = None,
+    ) -> tuple[int, Response]:
+        """Registers a connection; returns ``(gid, response)``. Exactly one of ``group``,
+        ``five_tuple`` (with ``dscp``) and ``label``, as for :meth:`Fse.register`."""
+    def update(
+        self,
+        conn: int,
+        cwnd_pkts: float,
+        ssthresh_pkts: float,
+        state: TcpState,
+        timeout: bool = False,
+    ) -> Optional[Response]: ...
+    def on_ack(self, conn: int) -> list[Release]: ...
+    def set_priority(self, conn: int, priority: float) -> None: ...
+    def leave(self, conn: int) -> None:
+        """The connection leaves; a group left empty is dropped."""
+    def group_of(self, conn: int) -> int: ...
+    def group_ids(self) -> list[int]: ...
+    def group(self, gid: int) -> TcpGroupView: ...
+    def __contains__(self, conn: object) -> bool: ...
+
+# ----------------------------------------------------------------------------------------------
+# TCB interdependence (RFC 9040)
+
+class TcbInit:
+    """Values to initialize a new connection with; ``None``: nothing valid is cached."""
+
+    @property
+    def mss(self) -> Optional[int]: ...
+    @property
+    def pmtu(self) -> Optional[int]: ...
+    @property
+    def srtt_s(self) -> Optional[float]: ...
+    @property
+    def rttvar_s(self) -> Optional[float]: ...
+    @property
+    def rto_s(self) -> Optional[float]: ...
+    @property
+    def cwnd_pkts(self) -> Optional[float]:
+        """Only with ``share_congestion``."""
+    @property
+    def ssthresh_pkts(self) -> Optional[float]:
+        """Only with ``share_congestion``."""
+
+class TcbCache:
+    """The TCB interdependence cache: per-peer TCP state shared temporally (merged at close) and
+    by the ensemble of open connections (RTT samples, fair share of cwnd).
+
+    A peer is ``addr`` (``str`` or ``ipaddress`` object), optionally narrowed to a destination
+    ``port``. cwnd and ssthresh are shared only with ``share_congestion=True``. Entries without
+    open connections that were not written for ``expiry_s`` are forgotten.
+    """
+
+    def __init__(
+        self,
+        share_congestion: bool = False,
+        expiry_s: float = 600.0,
+        min_mss: int = 536,
+        min_rto_s: float = 1.0,
+        min_ssthresh_pkts: float = 2.0,
+        initial_window_pkts: float = 10.0,
+    ) -> None: ...
+    @property
+    def share_congestion(self) -> bool: ...
+    @property
+    def expiry_s(self) -> float: ...
+    @property
+    def min_mss(self) -> int: ...
+    @property
+    def min_rto_s(self) -> float: ...
+    @property
+    def min_ssthresh_pkts(self) -> float: ...
+    @property
+    def initial_window_pkts(self) -> float: ...
+    def open(self, addr: Address, conn: int, now_ns: int, port: Optional[int] = None) -> TcbInit:
+        """Opens a connection: returns its initial values and counts it in the ensemble."""
+    def lookup(self, addr: Address, now_ns: int, port: Optional[int] = None) -> TcbInit:
+        """What a new connection would be initialized with, without opening it."""
+    def on_cwnd(
+        self, addr: Address, conn: int, cwnd_pkts: float, now_ns: int, port: Optional[int] = None
+    ) -> None:
+        """The current window of an open connection (ensemble sharing of cwnd)."""
+    def on_rtt_sample(
+        self, addr: Address, rtt_s: float, now_ns: int, port: Optional[int] = None
+    ) -> None:
+        """An RTT sample (> 0) from any connection to the peer (RFC 6298 filter)."""
+    def on_mss_option(self, addr: Address, mss: int, now_ns: int, port: Optional[int] = None) -> None: ...
+    def on_pmtu(self, addr: Address, pmtu: int, now_ns: int, port: Optional[int] = None) -> None: ...
+    def close(
+        self,
+        addr: Address,
+        conn: int,
+        now_ns: int,
+        port: Optional[int] = None,
+        srtt_s: Optional[float] = None,
+        rttvar_s: Optional[float] = None,
+        cwnd_pkts: Optional[float] = None,
+        ssthresh_pkts: Optional[float] = None,
+    ) -> None:
+        """Closes a connection and merges its state into the cache (mean of old and current)."""
+    def expire(self, now_ns: int) -> int:
+        """Drops expired entries; returns how many."""
+    def __len__(self) -> int:
+        """The number of cached peers."""
