@@ -158,7 +158,7 @@ def test_group_expire_removes_silent_flows():
     g.register(1, 1.0, MBPS, now_ns=0)
     g.register(2, 1.0, MBPS, now_ns=0)
     g.update(2, MBPS, now_ns=1500 * MS)
-    assert g.expire(2001 * MS, 2.0) == [1]
+    assert g.expire(2001 * MS, 2.0) == ([1], [])
     assert 1 not in g and 2 in g
     with pytest.raises(mf.InvalidValueError, match="timeout_s"):
         g.expire(0, -1.0)
@@ -346,11 +346,31 @@ def test_fse_soft_state_removes_silent_flows():
     fse.register(1, 1.0, MBPS, group=7)
     fse.register(2, 1.0, MBPS, group=7)
     fse.update(2, MBPS, now_ns=1500 * MS)
-    assert fse.expire(2001 * MS) == [(7, 1)]
+    assert fse.expire(2001 * MS) == [(7, [1], [])]
     with pytest.raises(mf.UnknownFlowError):
         fse.group_of(1)
-    assert fse.expire(3501 * MS) == [(7, 2)]
+    assert fse.expire(3501 * MS) == [(7, [2], [])]
     assert fse.group_ids() == [], "an empty group is dropped"
+
+
+def test_fse_soft_state_under_active_returns_the_new_rates():
+    fse = mf.Fse("active", soft_state_timeout_s=2.0)
+    fse.register(1, 1.0, 4 * MBPS, label="uplink")
+    fse.register(2, 1.0, 4 * MBPS, now_ns=1000 * MS, label="uplink")
+    [(gid, flows, rates)] = fse.expire(2500 * MS)
+    assert flows == [1]
+    assert rates == [(2, 8 * MBPS)]
+
+
+def test_configured_group_survives_emptying():
+    fse = mf.Fse()
+    fse.configure_group(5, "passive")
+    fse.register(1, 1.0, MBPS, group=5)
+    fse.leave(1)
+    assert fse.group(5).algorithm == "passive"
+    fse.remove_group(5)
+    with pytest.raises(mf.UnknownGroupError):
+        fse.group(5)
 
 
 def test_fse_register_failure_does_not_create_a_group():

@@ -119,8 +119,9 @@ class FseGroup:
     def leave(self, flow: int) -> list[tuple[int, float]]:
         """The flow leaves; its share stays in S_CR. Active algorithms return the remaining
         flows' new rates."""
-    def expire(self, now_ns: int, timeout_s: float) -> list[int]:
-        """Removes flows silent for longer than ``timeout_s``; returns them in ascending order."""
+    def expire(self, now_ns: int, timeout_s: float) -> tuple[list[int], list[tuple[int, float]]]:
+        """Removes flows silent for longer than ``timeout_s`` (as if each had left); returns them in
+        ascending order and, for the active algorithms, the remaining flows' new rates."""
     @property
     def algorithm(self) -> str: ...
     @property
@@ -180,7 +181,8 @@ class Fse:
     def soft_state_timeout_s(self) -> Optional[float]: ...
     def configure_group(self, gid: int, algorithm: FseAlgorithm) -> None:
         """Creates group ``gid`` with ``algorithm``, or changes the algorithm of an existing
-        empty group (GroupNotEmptyError otherwise)."""
+        empty group (GroupNotEmptyError otherwise). A configured group is kept, with its
+        algorithm, when its last flow leaves."""
     def register(
         self,
         flow: int,
@@ -207,9 +209,12 @@ class Fse:
     def set_priority(self, flow: int, priority: float, now_ns: int = 0) -> list[tuple[int, float]]: ...
     def leave(self, flow: int) -> list[tuple[int, float]]:
         """The flow leaves; a group left empty is dropped."""
-    def expire(self, now_ns: int) -> list[tuple[int, int]]:
-        """Removes silent flows (soft state); returns ``(gid, flow)`` pairs. Empty without a
+    def expire(self, now_ns: int) -> list[tuple[int, list[int], list[tuple[int, float]]]]:
+        """Removes silent flows (soft state). Returns, per group that lost flows, ``(gid, removed
+        flows, remaining flows' new rates)`` (rates only for the active algorithms). Empty without a
         soft-state timeout."""
+    def remove_group(self, gid: int) -> None:
+        """Removes an empty group, configured or not; raises GroupNotEmptyError otherwise."""
     def group_of(self, flow: int) -> int: ...
     def group_ids(self) -> list[int]:
         """Group ids in ascending order."""
@@ -337,7 +342,10 @@ class TcpGroups:
     @property
     def default_kind(self) -> str: ...
     def configure_group(self, gid: int, kind: CouplerKind) -> None:
-        """Creates group ``gid`` with ``kind``, or changes the kind of an existing empty group."""
+        """Creates group ``gid`` with ``kind``, or changes the kind of an existing empty group. A
+        configured group is kept when its last connection leaves."""
+    def remove_group(self, gid: int) -> None:
+        """Removes an empty group, configured or not; raises GroupNotEmptyError otherwise."""
     def register(
         self,
         conn: int,

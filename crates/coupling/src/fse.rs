@@ -35,7 +35,7 @@
 
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, Grouping};
-use crate::units::{check_desired_rate, check_priority, check_rate, Duration, Instant};
+use crate::units::{check_desired_rate, check_priority, check_rate, Duration, Instant, RunningSum};
 use rustc_hash::FxHashMap;
 
 /// The FSE algorithm a flow group runs. The same algorithm applies to all flows of a group
@@ -155,9 +155,9 @@ pub struct FseGroup {
     /// S_CR.
     s_cr: f64,
     /// S_P, kept incrementally.
-    s_p: f64,
+    s_p: RunningSum,
     /// Sum of FSE_R over registered flows, kept incrementally (new_S_CR of App. C step 3a).
-    sum_fse_r: f64,
+    sum_fse_r: RunningSum,
     /// TLO, the total leftover rate (passive).
     tlo: f64,
     /// FSE_R of flows that left since the last passive UPDATE (see module docs).
@@ -176,8 +176,8 @@ impl FseGroup {
             flows: Vec::new(),
             index: FxHashMap::default(),
             s_cr: 0.0,
-            s_p: 0.0,
-            sum_fse_r: 0.0,
+            s_p: RunningSum::default(),
+            sum_fse_r: RunningSum::default(),
             tlo: 0.0,
             departed: 0.0,
             timer: None,
@@ -202,7 +202,7 @@ impl FseGroup {
     }
     /// S_P, the sum of the priorities.
     pub fn sum_priority(&self) -> f64 {
-        self.s_p
+        self.s_p.value()
     }
     /// TLO, the total leftover rate (always 0 for the algorithms other than [`Algorithm::Passive`]).
     pub fn leftover(&self) -> f64 {
@@ -286,8 +286,8 @@ impl FseGroup {
             last_seen: now,
         });
         self.s_cr += initial_rate_bps;
-        self.s_p += priority;
-        self.sum_fse_r += initial_rate_bps;
+        self.s_p.add(priority);
+        self.sum_fse_r.add(initial_rate_bps);
         self.last_now = now;
         self.after_op();
         Ok(initial_rate_bps)
@@ -310,7 +310,7 @@ impl FseGroup {
                 return Err(Error::InvalidValue {
                     field: "rtt",
                     value: 0.0,
-                    expected: "an RTT > 0",
+                    expected: "an RTT of at least 1 ns",
                 })
             }
             (_, r) => r.unwrap_or(Duration::ZERO),
@@ -347,7 +347,7 @@ impl FseGroup {
                 // Algorithm 3 lines 2-6.
                 self.out.clear();
                 self.s_cr = (self.s_cr + cc_r - self.flows[i].fse_rate).max(0.0);
-                let rate = self.flows[i].priority * self.s_cr / self.s_p;
+                let rate = self.flows[i].priority * self.s_cr / self.s_p.value();
                 self.set_fse_rate(i, rate);
                 rate
             }
@@ -366,7 +366,7 @@ impl FseGroup {
     /// RFC 8699 (draft) Appendix C, step 3 (a)-(e).
     fn passive_update(&mut self, i: usize, cc_r: f64, new_dr: f64) -> f64 {
         // (a) new_S_CR sums FSE_R over the group, including flows that stopped since the last UPDATE.
-        let new_s_cr = self.sum_fse_r + self.departed;
+        let new_s_cr = self.sum_fse_r.value() + self.departed;
         let delta = cc_r - self.flows[i].fse_rate;
         // (b)
         self.set_fse_rate(i, cc_r);
@@ -379,7 +379,7 @@ impl FseGroup {
         // (c) stopped flows are deleted here; S_P is already their sum.
         self.departed = 0.0;
         let p = self.flows[i].priority;
-        let share = p / self.s_p * self.s_cr;
+        let share = p / self.s_p.value() * self.s_cr;
         if self.flows[i].desired < self.flows[i].fse_rate {
             self.tlo += (share - self.flows[i].desired).max(0.0);
         }
@@ -399,15 +399,12 @@ impl FseGroup {
     /// Step (c) of the active algorithms: FSE_R(i) = min(DR(i), P(i) * S_CR / S_P) for all i.
     fn distribute(&mut self) {
         self.out.clear();
-        let scale = if self.s_p > 0.0 {
-            self.s_cr / self.s_p
-        } else {
-            0.0
-        };
-        let mut sum = 0.0;
+        let s_p = self.s_p.value();
+        let scale = if s_p > 0.0 { self.s_cr / s_p } else { 0.0 };
+        let mut sum = RunningSum::default();
         for e in &mut self.flows {
             e.fse_rate = e.desired.min(e.priority * scale);
-            sum += e.fse_rate;
+            sum.add(e.fse_rate);
             self.out.push(Assignment {
                 flow: e.id,
                 rate_bps: e.fse_rate,
@@ -417,7 +414,8 @@ impl FseGroup {
     }
 
     fn set_fse_rate(&mut self, i: usize, rate: f64) {
-        self.sum_fse_r += rate - self.flows[i].fse_rate;
+        self.sum_fse_r.sub(self.flows[i].fse_rate);
+        self.sum_fse_r.add(rate);
         self.flows[i].fse_rate = rate;
     }
 
@@ -434,7 +432,8 @@ impl FseGroup {
         self.check_time(now)?;
         self.last_now = now;
         self.flows[i].last_seen = now;
-        self.s_p += priority - self.flows[i].priority;
+        self.s_p.sub(self.flows[i].priority);
+        self.s_p.add(priority);
         self.flows[i].priority = priority;
         self.out.clear();
         if self.algorithm.is_active() {
@@ -453,8 +452,8 @@ impl FseGroup {
         if i < self.flows.len() {
             self.index.insert(self.flows[i].id, i);
         }
-        self.s_p -= e.priority;
-        self.sum_fse_r -= e.fse_rate;
+        self.s_p.sub(e.priority);
+        self.sum_fse_r.sub(e.fse_rate);
         self.out.clear();
         if self.flows.is_empty() {
             // The group is gone; whoever owns it drops it. Reset so a reused group starts clean.
@@ -473,8 +472,9 @@ impl FseGroup {
         Ok(&self.out)
     }
 
-    /// Soft state (RFC 8699 sec. 4): removes flows silent for longer than `timeout` and returns them
-    /// in ascending id order.
+    /// Soft state (RFC 8699 sec. 4): removes flows silent for longer than `timeout`, in ascending id
+    /// order, as if each had left. Returns them; for the active algorithms, [`Self::assignments`]
+    /// then holds the remaining flows' new rates.
     pub fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<FlowId> {
         let mut stale: Vec<FlowId> = self
             .flows
@@ -489,15 +489,29 @@ impl FseGroup {
         stale
     }
 
+    /// The rates the last operation delivered (empty for the passive algorithms).
+    pub fn assignments(&self) -> &[Assignment] {
+        &self.out
+    }
+
     /// Bounds floating-point drift of the incremental sums at O(1) amortized cost.
     fn after_op(&mut self) {
         self.ops_since_resum += 1;
         if self.ops_since_resum > self.flows.len() + 64 {
             self.ops_since_resum = 0;
-            self.s_p = self.flows.iter().map(|e| e.priority).sum();
-            self.sum_fse_r = self.flows.iter().map(|e| e.fse_rate).sum();
+            self.s_p = RunningSum::of(self.flows.iter().map(|e| e.priority));
+            self.sum_fse_r = RunningSum::of(self.flows.iter().map(|e| e.fse_rate));
         }
     }
+}
+
+/// What soft state removed from one group ([`Fse::expire`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expired {
+    pub group: GroupId,
+    pub flows: Vec<FlowId>,
+    /// The remaining flows' new rates (active algorithms; empty otherwise).
+    pub assignments: Vec<Assignment>,
 }
 
 /// Configuration of an [`Fse`].
@@ -544,7 +558,16 @@ impl Fse {
                 return Err(Error::GroupNotEmpty(gid));
             }
         }
-        self.groups.set_group(gid, FseGroup::new(algorithm));
+        self.groups.configure(gid, FseGroup::new(algorithm));
+        Ok(())
+    }
+
+    /// Removes an empty group, configured or not.
+    pub fn remove_group(&mut self, gid: GroupId) -> Result<(), Error> {
+        if !self.groups.group(gid)?.is_empty() {
+            return Err(Error::GroupNotEmpty(gid));
+        }
+        self.groups.remove_group(gid);
         Ok(())
     }
 
@@ -576,7 +599,7 @@ impl Fse {
         let group = self.groups.group_mut(gid)?;
         if let Err(e) = group.check_register(flow, priority, initial_rate_bps, now) {
             if group.is_empty() {
-                self.groups.remove_group(gid);
+                self.groups.release_empty(gid);
             }
             return Err(e);
         }
@@ -607,29 +630,37 @@ impl Fse {
         let empty = group.is_empty();
         self.groups.unbind(flow);
         if empty {
-            self.groups.remove_group(gid);
+            self.groups.release_empty(gid);
         }
         Ok(out)
     }
 
-    /// Removes flows silent for longer than the soft-state timeout; returns them by group.
-    pub fn expire(&mut self, now: Instant) -> Vec<(GroupId, FlowId)> {
+    /// Removes flows silent for longer than the soft-state timeout. Returns, per group that lost
+    /// flows, the flows removed and (active algorithms) the remaining flows' new rates.
+    pub fn expire(&mut self, now: Instant) -> Vec<Expired> {
         let Some(timeout) = self.config.soft_state_timeout else {
             return Vec::new();
         };
-        let mut removed = Vec::new();
-        for (gid, g) in self.groups.groups_mut() {
-            for f in g.expire(now, timeout) {
-                removed.push((gid, f));
+        let mut expired = Vec::new();
+        for (group, g) in self.groups.groups_mut() {
+            let flows = g.expire(now, timeout);
+            if !flows.is_empty() {
+                expired.push(Expired {
+                    group,
+                    flows,
+                    assignments: g.assignments().to_vec(),
+                });
             }
         }
-        for (gid, f) in &removed {
-            self.groups.unbind(*f);
-            if self.groups.group(*gid).is_ok_and(|g| g.is_empty()) {
-                self.groups.remove_group(*gid);
+        for e in &expired {
+            for f in &e.flows {
+                self.groups.unbind(*f);
+            }
+            if self.groups.group(e.group).is_ok_and(|g| g.is_empty()) {
+                self.groups.release_empty(e.group);
             }
         }
-        removed
+        expired
     }
 
     pub fn group_of(&self, flow: FlowId) -> Result<GroupId, Error> {
@@ -767,6 +798,21 @@ mod tests {
     }
 
     #[test]
+    fn priorities_of_very_different_magnitude_leave_no_residue() {
+        for a in Algorithm::ALL {
+            let mut g = FseGroup::new(a);
+            g.register(FlowId(1), 1e12, MBPS, t(0)).unwrap();
+            g.register(FlowId(2), 1e-3, MBPS, t(0)).unwrap();
+            g.register(FlowId(3), 1.0, MBPS, t(0)).unwrap();
+            g.leave(FlowId(1)).unwrap();
+            g.leave(FlowId(2)).unwrap();
+            assert_eq!(g.sum_priority(), 1.0, "{}", a.name());
+            let u = FseUpdate::new(MBPS, t(1)).rtt(Duration::from_millis(10));
+            assert!(g.update(FlowId(3), u).unwrap().rate_bps >= 0.0);
+        }
+    }
+
+    #[test]
     fn leave_hands_the_share_to_the_others() {
         let mut g = FseGroup::new(Algorithm::Active);
         g.register(FlowId(1), 1.0, 5.0 * MBPS, t(0)).unwrap();
@@ -797,10 +843,61 @@ mod tests {
         fse.register(FlowId(2), &g, 1.0, MBPS, t(0)).unwrap();
         fse.update(FlowId(2), FseUpdate::new(MBPS, t(1500)))
             .unwrap();
-        assert_eq!(fse.expire(t(2001)), vec![(GroupId(7), FlowId(1))]);
+        let e = fse.expire(t(2001));
+        assert_eq!(
+            (e.len(), e[0].group, e[0].flows.clone()),
+            (1, GroupId(7), vec![FlowId(1)])
+        );
+        assert!(e[0].assignments.is_empty(), "passive: no rates delivered");
         assert!(fse.group_of(FlowId(1)).is_err());
-        assert_eq!(fse.expire(t(3501)), vec![(GroupId(7), FlowId(2))]);
+        assert_eq!(fse.expire(t(3501))[0].flows, vec![FlowId(2)]);
         assert!(fse.group_ids().is_empty(), "an empty group is dropped");
+    }
+
+    #[test]
+    fn soft_state_under_active_delivers_the_new_rates() {
+        let mut fse = Fse::new(FseConfig {
+            default_algorithm: Algorithm::Active,
+            soft_state_timeout: Some(Duration::from_secs(2)),
+        });
+        let g = Grouping::Configured("uplink".into());
+        fse.register(FlowId(1), &g, 1.0, 4.0 * MBPS, t(0)).unwrap();
+        fse.register(FlowId(2), &g, 1.0, 4.0 * MBPS, t(1000))
+            .unwrap();
+        let e = fse.expire(t(2500));
+        assert_eq!(e[0].flows, vec![FlowId(1)]);
+        assert_eq!(
+            e[0].assignments,
+            vec![Assignment {
+                flow: FlowId(2),
+                rate_bps: 8.0 * MBPS
+            }]
+        );
+    }
+
+    #[test]
+    fn a_configured_group_keeps_its_algorithm_when_it_empties() {
+        let mut fse = Fse::new(FseConfig::default());
+        fse.configure_group(GroupId(5), Algorithm::Passive).unwrap();
+        let g = Grouping::Explicit(GroupId(5));
+        fse.register(FlowId(1), &g, 1.0, MBPS, t(0)).unwrap();
+        fse.leave(FlowId(1)).unwrap();
+        assert_eq!(
+            fse.group(GroupId(5)).unwrap().algorithm(),
+            Algorithm::Passive
+        );
+        fse.register(FlowId(2), &g, 1.0, MBPS, t(0)).unwrap();
+        assert_eq!(
+            fse.group(GroupId(5)).unwrap().algorithm(),
+            Algorithm::Passive
+        );
+        assert!(matches!(
+            fse.remove_group(GroupId(5)),
+            Err(Error::GroupNotEmpty(_))
+        ));
+        fse.leave(FlowId(2)).unwrap();
+        fse.remove_group(GroupId(5)).unwrap();
+        assert!(fse.group(GroupId(5)).is_err());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! FGI, and the classifier that turns a [`Grouping`] into an FGI.
 
 use crate::error::Error;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::net::IpAddr;
 
@@ -73,6 +73,9 @@ struct Classifier {
 #[derive(Debug)]
 pub struct FlowGroups<G> {
     groups: BTreeMap<GroupId, G>,
+    /// Groups configured explicitly: kept (empty) when their last flow leaves, so their
+    /// configuration survives.
+    pinned: BTreeSet<GroupId>,
     flow_group: HashMap<FlowId, GroupId>,
     classifier: Classifier,
 }
@@ -81,6 +84,7 @@ impl<G> Default for FlowGroups<G> {
     fn default() -> Self {
         FlowGroups {
             groups: BTreeMap::new(),
+            pinned: BTreeSet::new(),
             flow_group: HashMap::new(),
             classifier: Classifier::default(),
         }
@@ -171,14 +175,23 @@ impl<G> FlowGroups<G> {
         ))
     }
 
-    /// Creates (or replaces) the state of a group that has no flows.
-    pub fn set_group(&mut self, gid: GroupId, g: G) {
+    /// Creates (or replaces) the state of a group that has no flows and keeps it when it empties.
+    pub fn configure(&mut self, gid: GroupId, g: G) {
         self.groups.insert(gid, g);
+        self.pinned.insert(gid);
     }
 
-    /// Drops a group (call when its last flow left) and forgets its classifier key.
+    /// Call when a group's last flow has left: drops it unless it was configured.
+    pub fn release_empty(&mut self, gid: GroupId) {
+        if !self.pinned.contains(&gid) {
+            self.remove_group(gid);
+        }
+    }
+
+    /// Drops a group, configured or not, and forgets its classifier key.
     pub fn remove_group(&mut self, gid: GroupId) {
         self.groups.remove(&gid);
+        self.pinned.remove(&gid);
         if let Some(key) = self.classifier.key_of.remove(&gid) {
             self.classifier.by_key.remove(&key);
         }

@@ -133,62 +133,126 @@ impl fmt::Display for Duration {
     }
 }
 
-/// A rate in bit/s: finite and >= 0.
+/// The largest rate accepted (1 Ebit/s): sums over billions of flows stay finite.
+pub const MAX_RATE_BPS: f64 = 1e18;
+/// The largest window accepted, in packets.
+pub const MAX_WINDOW_PKTS: f64 = 1e15;
+/// The largest priority accepted; only ratios of priorities matter.
+pub const MAX_PRIORITY: f64 = 1e12;
+
+/// A rate in bit/s: 0 ..= [`MAX_RATE_BPS`].
 pub fn check_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
-    if bps.is_finite() && bps >= 0.0 {
+    if (0.0..=MAX_RATE_BPS).contains(&bps) {
         Ok(bps)
     } else {
         Err(Error::InvalidValue {
             field,
             value: bps,
-            expected: "a finite rate in bit/s >= 0",
+            expected: "a rate in bit/s in 0..=1e18",
         })
     }
 }
 
-/// A desired rate in bit/s: >= 0, and `f64::INFINITY` means "no application limit" (RFC 8699
-/// App. C: "new_DR to be 'infinity' in case of a bulk data transfer").
+/// A desired rate in bit/s: 0 ..= [`MAX_RATE_BPS`], or `f64::INFINITY` for "no application limit"
+/// (RFC 8699 App. C: "new_DR to be 'infinity' in case of a bulk data transfer").
 pub fn check_desired_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
-    if !bps.is_nan() && bps >= 0.0 {
+    if (0.0..=MAX_RATE_BPS).contains(&bps) || bps == f64::INFINITY {
         Ok(bps)
     } else {
         Err(Error::InvalidValue {
             field,
             value: bps,
-            expected: "a rate in bit/s >= 0 (infinity = unlimited)",
+            expected: "a rate in bit/s in 0..=1e18, or infinity (unlimited)",
         })
     }
 }
 
-/// A window in packets (segments): finite and >= 0. Fractions are allowed (ns-2 style double cwnd).
+/// A window in packets (segments): 0 ..= [`MAX_WINDOW_PKTS`]. Fractions are allowed (ns-2 style
+/// double cwnd).
 pub fn check_window(field: &'static str, pkts: f64) -> Result<f64, Error> {
-    if pkts.is_finite() && pkts >= 0.0 {
+    if (0.0..=MAX_WINDOW_PKTS).contains(&pkts) {
         Ok(pkts)
     } else {
         Err(Error::InvalidValue {
             field,
             value: pkts,
-            expected: "a finite window in packets >= 0",
+            expected: "a window in packets in 0..=1e15",
         })
     }
 }
 
-/// A priority: finite and > 0. Only its portion of the group's sum matters (RFC 8699 sec. 5.2).
+/// A priority: > 0 and <= [`MAX_PRIORITY`]. Only its portion of the group's sum matters (RFC 8699
+/// sec. 5.2).
 pub fn check_priority(p: f64) -> Result<f64, Error> {
-    if p.is_finite() && p > 0.0 {
+    if p > 0.0 && p <= MAX_PRIORITY {
         Ok(p)
     } else {
         Err(Error::InvalidValue {
             field: "priority",
             value: p,
-            expected: "a finite priority > 0",
+            expected: "a priority > 0 and <= 1e12",
         })
+    }
+}
+
+/// A running sum that values are added to and removed from (S_P, the sum of FSE_R), kept with
+/// Neumaier's compensated summation so that adding and later removing values of very different
+/// magnitude (priorities 1e12 and 1e-3) leaves the right total instead of rounding residue.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunningSum {
+    sum: f64,
+    comp: f64,
+}
+
+impl RunningSum {
+    pub fn add(&mut self, x: f64) {
+        let t = self.sum + x;
+        if self.sum.abs() >= x.abs() {
+            self.comp += (self.sum - t) + x;
+        } else {
+            self.comp += (x - t) + self.sum;
+        }
+        self.sum = t;
+    }
+
+    pub fn sub(&mut self, x: f64) {
+        self.add(-x);
+    }
+
+    pub fn value(&self) -> f64 {
+        self.sum + self.comp
+    }
+
+    /// The compensated sum of `values`, to restart from.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Self {
+        let mut s = RunningSum::default();
+        for v in values {
+            s.add(v);
+        }
+        s
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn running_sum_survives_cancellation() {
+        let mut s = RunningSum::default();
+        for x in [1e12, 1.0, 1.0, 1e-3] {
+            s.add(x);
+        }
+        s.sub(1e12);
+        s.sub(1.0);
+        assert_eq!(s.value(), 1.0 + 1e-3);
+        let mut plain = 0.0;
+        for x in [1e17, 1.0, 1.0, -1e17, -1.0] {
+            plain += x;
+        }
+        assert_eq!(plain, -1.0, "the plain sum is what went wrong");
+        assert_eq!(RunningSum::of([1e17, 1.0, 1.0, -1e17, -1.0]).value(), 1.0);
+    }
 
     #[test]
     fn instant_arithmetic_saturates() {
@@ -213,6 +277,9 @@ mod tests {
         assert!(check_window("w", -0.5).is_err());
         assert!(check_priority(0.0).is_err());
         assert!(check_priority(-1.0).is_err());
+        assert!(check_priority(1e13).is_err());
+        assert!(check_rate("r", 1e19).is_err());
+        assert!(check_window("w", 1e16).is_err());
         assert!(Duration::try_from_secs_f64("rtt", -0.1).is_err());
         assert_eq!(
             Duration::try_from_secs_f64("rtt", 0.1).unwrap(),

@@ -158,14 +158,15 @@ impl PyFseGroup {
         self.inner.leave(FlowId(flow)).py().map(pairs)
     }
 
-    fn expire(&mut self, now_ns: u64, timeout_s: f64) -> PyResult<Vec<u64>> {
+    /// Returns the removed flows and, for the active algorithms, the remaining flows' new rates.
+    #[allow(clippy::type_complexity)]
+    fn expire(&mut self, now_ns: u64, timeout_s: f64) -> PyResult<(Vec<u64>, Vec<(u64, f64)>)> {
         let timeout = secs("timeout_s", timeout_s)?;
-        Ok(self
-            .inner
-            .expire(instant(now_ns), timeout)
-            .into_iter()
-            .map(|f| f.0)
-            .collect())
+        let flows = self.inner.expire(instant(now_ns), timeout);
+        Ok((
+            flows.into_iter().map(|f| f.0).collect(),
+            pairs(self.inner.assignments()),
+        ))
     }
 
     #[getter]
@@ -341,12 +342,25 @@ impl PyFse {
         self.inner.leave(FlowId(flow)).py().map(|v| pairs(&v))
     }
 
-    fn expire(&mut self, now_ns: u64) -> Vec<(u64, u64)> {
+    /// Per group that lost flows: (gid, removed flows, remaining flows' new rates).
+    #[allow(clippy::type_complexity)]
+    fn expire(&mut self, now_ns: u64) -> Vec<(u64, Vec<u64>, Vec<(u64, f64)>)> {
         self.inner
             .expire(instant(now_ns))
             .into_iter()
-            .map(|(g, f)| (g.0, f.0))
+            .map(|e| {
+                (
+                    e.group.0,
+                    e.flows.into_iter().map(|f| f.0).collect(),
+                    pairs(&e.assignments),
+                )
+            })
             .collect()
+    }
+
+    /// Removes an empty group, configured or not.
+    fn remove_group(&mut self, gid: u64) -> PyResult<()> {
+        self.inner.remove_group(GroupId(gid)).py()
     }
 
     fn group_of(&self, flow: u64) -> PyResult<u64> {

@@ -389,6 +389,11 @@ impl PyTcpGroups {
         self.lock().configure_group(GroupId(gid), kind).py()
     }
 
+    /// Removes an empty group, configured or not.
+    fn remove_group(&mut self, gid: u64) -> PyResult<()> {
+        self.lock().remove_group(GroupId(gid)).py()
+    }
+
     #[pyo3(signature = (conn, priority, cwnd_pkts, ssthresh_pkts, group=None, five_tuple=None, dscp=0, label=None))]
     #[allow(clippy::too_many_arguments)]
     fn register(

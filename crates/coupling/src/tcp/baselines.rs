@@ -20,7 +20,7 @@
 use super::{share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
 use crate::error::Error;
 use crate::group::FlowId;
-use crate::units::{check_priority, check_window};
+use crate::units::{check_priority, check_window, RunningSum};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -39,7 +39,7 @@ struct Ensemble {
     conns: BTreeMap<u64, Conn>,
     index: FxHashMap<FlowId, u64>,
     next_seq: u64,
-    sum_p: f64,
+    sum_p: RunningSum,
     sum_cwnd: f64,
     sum_ssthresh: f64,
 }
@@ -71,7 +71,7 @@ impl Ensemble {
     fn insert(&mut self, conn: FlowId, priority: f64) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.sum_p += priority;
+        self.sum_p.add(priority);
         let c = Conn {
             id: conn,
             p: priority,
@@ -87,7 +87,8 @@ impl Ensemble {
     /// Assigns the connection its share of the shared window and ssthresh (its own ssthresh while
     /// the ensemble has none).
     fn assign(&mut self, seq: u64, own_ssthresh: f64) -> Response {
-        let (sum_cwnd, sum_ssthresh, sum_p) = (self.sum_cwnd, self.sum_ssthresh, self.sum_p);
+        let (sum_cwnd, sum_ssthresh, sum_p) =
+            (self.sum_cwnd, self.sum_ssthresh, self.sum_p.value());
         let c = self.conns.get_mut(&seq).expect("registered");
         c.cwnd = share(c.p, sum_cwnd, sum_p);
         c.ssthresh = if sum_ssthresh > 0.0 {
@@ -105,7 +106,7 @@ impl Ensemble {
         let seq = self.seq(conn)?;
         self.index.remove(&conn);
         let c = self.conns.remove(&seq).expect("registered");
-        self.sum_p -= c.p;
+        self.sum_p.sub(c.p);
         if self.conns.is_empty() {
             *self = Ensemble {
                 next_seq: self.next_seq,
@@ -119,7 +120,8 @@ impl Ensemble {
         let seq = self.seq(conn)?;
         check_priority(priority)?;
         let c = self.conns.get_mut(&seq).expect("registered");
-        self.sum_p += priority - c.p;
+        self.sum_p.sub(c.p);
+        self.sum_p.add(priority);
         c.p = priority;
         Ok(())
     }
@@ -222,7 +224,7 @@ impl TcpCoupler for ETcp {
             let scale = if u.state == TcpState::SlowStart {
                 1.0
             } else {
-                p / self.e.sum_p
+                p / self.e.sum_p.value()
             };
             self.e.sum_cwnd += (u.cwnd_pkts - stored) * scale;
         }

@@ -45,7 +45,7 @@
 use super::{share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
 use crate::error::Error;
 use crate::group::FlowId;
-use crate::units::{check_priority, check_window};
+use crate::units::{check_priority, check_window, RunningSum};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -85,7 +85,7 @@ pub struct TcpCcc {
     order: BTreeMap<u64, usize>,
     next_seq: u64,
     coco: Option<usize>,
-    sum_p: f64,
+    sum_p: RunningSum,
     sum_cwnd: f64,
     sum_ssthresh: f64,
     /// Sequence numbers of connections whose state is not SS (candidates for CoCo, line 39).
@@ -107,7 +107,7 @@ impl TcpCcc {
             order: BTreeMap::new(),
             next_seq: 0,
             coco: None,
-            sum_p: 0.0,
+            sum_p: RunningSum::default(),
             sum_cwnd: 0.0,
             sum_ssthresh: 0.0,
             not_ss: BTreeSet::new(),
@@ -125,7 +125,7 @@ impl TcpCcc {
         self.sum_ssthresh
     }
     pub fn sum_priority(&self) -> f64 {
-        self.sum_p
+        self.sum_p.value()
     }
     /// The coordinating connection.
     pub fn coco(&self) -> Option<FlowId> {
@@ -155,14 +155,14 @@ impl TcpCcc {
     }
 
     fn share_of(&self, slot: usize) -> f64 {
-        share(self.c(slot).p, self.sum_cwnd, self.sum_p)
+        share(self.c(slot).p, self.sum_cwnd, self.sum_p.value())
     }
 
     /// Lines 23-25 (and 13-16 of Algorithm 5): the aggregate's ssthresh share once it has one,
     /// else the connection's own.
     fn ssthresh_for(&self, p: f64, own: f64) -> f64 {
         if self.sum_ssthresh > 0.0 {
-            share(p, self.sum_ssthresh, self.sum_p)
+            share(p, self.sum_ssthresh, self.sum_p.value())
         } else {
             own
         }
@@ -228,7 +228,7 @@ impl TcpCcc {
             self.sum_cwnd *= u.cwnd_pkts / stored;
         }
         let p = self.c(slot).p;
-        let cwnd = share(p, self.sum_cwnd, self.sum_p);
+        let cwnd = share(p, self.sum_cwnd, self.sum_p.value());
         let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
         let c = self.c_mut(slot);
         c.cwnd = cwnd;
@@ -248,8 +248,8 @@ impl TcpCcc {
         }
         self.n_ssbits = 0;
         let p = self.c(slot).p;
-        let cwnd = share(p, self.sum_cwnd, self.sum_p);
-        let ssthresh = share(p, self.sum_ssthresh, self.sum_p);
+        let cwnd = share(p, self.sum_cwnd, self.sum_p.value());
+        let ssthresh = share(p, self.sum_ssthresh, self.sum_p.value());
         let c = self.c_mut(slot);
         c.cwnd = cwnd;
         c.ssthresh = ssthresh;
@@ -283,7 +283,7 @@ impl TcpCcc {
         self.ops_since_resum += 1;
         if self.ops_since_resum > self.index.len() + 64 {
             self.ops_since_resum = 0;
-            self.sum_p = self.slots.iter().flatten().map(|c| c.p).sum();
+            self.sum_p = RunningSum::of(self.slots.iter().flatten().map(|c| c.p));
         }
     }
 }
@@ -314,15 +314,15 @@ impl TcpCoupler for TcpCcc {
         let first = self.index.is_empty();
         if first {
             // Lines 3-8.
-            self.sum_p = 0.0;
+            self.sum_p = RunningSum::default();
             self.sum_cwnd = 0.0;
             self.sum_ssthresh = 0.0;
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.sum_p += priority;
+        self.sum_p.add(priority);
         self.sum_cwnd += cwnd_pkts;
-        let cwnd = share(priority, self.sum_cwnd, self.sum_p);
+        let cwnd = share(priority, self.sum_cwnd, self.sum_p.value());
         let ssthresh = self.ssthresh_for(priority, ssthresh_pkts);
         let handover = (self.handover_enabled && !first).then_some(Handover {
             target: cwnd,
@@ -378,7 +378,7 @@ impl TcpCoupler for TcpCcc {
                 self.make_coco(slot);
             } else if state != TcpState::FastRecovery {
                 let p = self.c(slot).p;
-                let cwnd = share(p, self.sum_cwnd, self.sum_p);
+                let cwnd = share(p, self.sum_cwnd, self.sum_p.value());
                 let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
                 let c = self.c_mut(slot);
                 if c.handover.is_none() {
@@ -407,7 +407,7 @@ impl TcpCoupler for TcpCcc {
                         self.make_coco(self.order[seq]);
                     } else if !self.c(slot).ssbit {
                         // Module docs item 2: all in SS, the aggregate slow-starts.
-                        let scale = self.sum_p / self.c(slot).p;
+                        let scale = self.sum_p.value() / self.c(slot).p;
                         self.coco_adjust(slot, &u, scale);
                     } else if let Some(&other) = self.order.values().find(|s| !self.c(**s).ssbit) {
                         self.make_coco(other);
@@ -435,7 +435,7 @@ impl TcpCoupler for TcpCcc {
         self.free.push(slot);
         self.index.remove(&conn);
         self.order.remove(&c.seq);
-        self.sum_p -= c.p;
+        self.sum_p.sub(c.p);
         if self.coco == Some(slot) {
             let next = self
                 .order
@@ -461,7 +461,8 @@ impl TcpCoupler for TcpCcc {
         check_priority(priority)?;
         let c = self.c_mut(slot);
         let old = std::mem::replace(&mut c.p, priority);
-        self.sum_p += priority - old;
+        self.sum_p.sub(old);
+        self.sum_p.add(priority);
         self.after_op();
         Ok(())
     }
@@ -473,7 +474,7 @@ impl TcpCoupler for TcpCcc {
             return Ok(());
         }
         let n = self.index.len() as u64;
-        let (sum_cwnd, sum_p) = (self.sum_cwnd, self.sum_p);
+        let (sum_cwnd, sum_p) = (self.sum_cwnd, self.sum_p.value());
         let (slots, order) = (&mut self.slots, &self.order);
         self.handovers.retain(|seq| {
             let c = slots[order[seq]].as_mut().expect("live slot");

@@ -220,7 +220,16 @@ impl TcpGroups {
         if self.groups.group(gid).is_ok_and(|g| !g.is_empty()) {
             return Err(Error::GroupNotEmpty(gid));
         }
-        self.groups.set_group(gid, kind.build());
+        self.groups.configure(gid, kind.build());
+        Ok(())
+    }
+
+    /// Removes an empty group, configured or not.
+    pub fn remove_group(&mut self, gid: GroupId) -> Result<(), Error> {
+        if !self.groups.group(gid)?.is_empty() {
+            return Err(Error::GroupNotEmpty(gid));
+        }
+        self.groups.remove_group(gid);
         Ok(())
     }
 
@@ -249,7 +258,7 @@ impl TcpGroups {
             }
             Err(e) => {
                 if group.is_empty() {
-                    self.groups.remove_group(gid);
+                    self.groups.release_empty(gid);
                 }
                 Err(e)
             }
@@ -280,7 +289,7 @@ impl TcpGroups {
         let empty = group.is_empty();
         self.groups.unbind(conn);
         if empty {
-            self.groups.remove_group(gid);
+            self.groups.release_empty(gid);
         }
         Ok(())
     }
@@ -304,5 +313,77 @@ pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
         p * sum / sum_p
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_by_grouping_and_keeps_configured_couplers() {
+        let mut g = TcpGroups::new(CouplerKind::Ccc { handover: false });
+        g.configure_group(GroupId(9), CouplerKind::Efcm).unwrap();
+        let (gid, _) = g
+            .register(FlowId(1), &Grouping::Explicit(GroupId(9)), 1.0, 10.0, 100.0)
+            .unwrap();
+        assert_eq!(g.group(gid).unwrap().name(), "efcm");
+        let (other, _) = g
+            .register(
+                FlowId(2),
+                &Grouping::Configured("vpn".into()),
+                1.0,
+                10.0,
+                100.0,
+            )
+            .unwrap();
+        assert_eq!(g.group(other).unwrap().name(), "ccc");
+        g.leave(FlowId(1)).unwrap();
+        g.leave(FlowId(2)).unwrap();
+        assert_eq!(
+            g.group(GroupId(9)).unwrap().name(),
+            "efcm",
+            "configured group survives emptying"
+        );
+        assert!(
+            g.group(other).is_err(),
+            "an automatic group is dropped when empty"
+        );
+        g.remove_group(GroupId(9)).unwrap();
+        assert!(g.group_ids().is_empty());
+    }
+
+    #[test]
+    fn priorities_of_very_different_magnitude_leave_no_residue() {
+        for kind in [
+            CouplerKind::Ccc { handover: false },
+            CouplerKind::ETcp,
+            CouplerKind::Efcm,
+        ] {
+            let mut c = kind.build();
+            c.register(FlowId(1), 1e12, 10.0, 100.0).unwrap();
+            c.register(FlowId(2), 1e-3, 10.0, 100.0).unwrap();
+            c.register(FlowId(3), 1.0, 10.0, 100.0).unwrap();
+            c.leave(FlowId(1)).unwrap();
+            c.leave(FlowId(2)).unwrap();
+            let r = c
+                .update(
+                    FlowId(3),
+                    TcpUpdate::new(10.0, 100.0, TcpState::CongestionAvoidance),
+                )
+                .unwrap();
+            let r = r.unwrap();
+            assert!(
+                r.cwnd_pkts > 0.0 && r.cwnd_pkts.is_finite(),
+                "{}: {r:?}",
+                c.name()
+            );
+            assert_eq!(
+                r.cwnd_pkts,
+                c.sum_cwnd(),
+                "{}: the last connection has the whole aggregate",
+                c.name()
+            );
+        }
     }
 }
