@@ -34,7 +34,7 @@
 //! updates are O(N) by nature: they compute every flow's rate.
 
 use crate::error::Error;
-use crate::group::{FlowGroups, FlowId, GroupId, Grouping};
+use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
 use crate::units::{check_desired_rate, check_priority, check_rate, Duration, Instant, RunningSum};
 use rustc_hash::FxHashMap;
 
@@ -514,6 +514,12 @@ pub struct Expired {
     pub assignments: Vec<Assignment>,
 }
 
+impl GroupState for FseGroup {
+    fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+}
+
 /// Configuration of an [`Fse`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FseConfig {
@@ -552,23 +558,14 @@ impl Fse {
     }
 
     /// Creates group `gid` with `algorithm`, or changes the algorithm of an existing empty group.
+    /// A configured group keeps its algorithm when its last flow leaves.
     pub fn configure_group(&mut self, gid: GroupId, algorithm: Algorithm) -> Result<(), Error> {
-        if let Ok(g) = self.groups.group(gid) {
-            if !g.is_empty() {
-                return Err(Error::GroupNotEmpty(gid));
-            }
-        }
-        self.groups.configure(gid, FseGroup::new(algorithm));
-        Ok(())
+        self.groups.configure(gid, FseGroup::new(algorithm))
     }
 
     /// Removes an empty group, configured or not.
     pub fn remove_group(&mut self, gid: GroupId) -> Result<(), Error> {
-        if !self.groups.group(gid)?.is_empty() {
-            return Err(Error::GroupNotEmpty(gid));
-        }
-        self.groups.remove_group(gid);
-        Ok(())
+        self.groups.remove_empty_group(gid)
     }
 
     /// Registers a flow in the group its grouping resolves to (creating that group with the default

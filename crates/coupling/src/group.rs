@@ -69,6 +69,12 @@ struct Classifier {
     next_auto: u64,
 }
 
+/// The state of one coupled group, as the registry needs to see it.
+pub trait GroupState {
+    /// No flow is registered in the group.
+    fn is_empty(&self) -> bool;
+}
+
 /// The registry shared by the couplers: group state `G` per FGI, and the FGI of every flow.
 #[derive(Debug)]
 pub struct FlowGroups<G> {
@@ -175,10 +181,30 @@ impl<G> FlowGroups<G> {
         ))
     }
 
-    /// Creates (or replaces) the state of a group that has no flows and keeps it when it empties.
-    pub fn configure(&mut self, gid: GroupId, g: G) {
+    /// Creates group `gid` with state `g`, or replaces the state of an existing empty group; a
+    /// configured group is kept (empty) when its last flow leaves.
+    pub fn configure(&mut self, gid: GroupId, g: G) -> Result<(), Error>
+    where
+        G: GroupState,
+    {
+        if self.groups.get(&gid).is_some_and(|g| !g.is_empty()) {
+            return Err(Error::GroupNotEmpty(gid));
+        }
         self.groups.insert(gid, g);
         self.pinned.insert(gid);
+        Ok(())
+    }
+
+    /// Removes an empty group, configured or not.
+    pub fn remove_empty_group(&mut self, gid: GroupId) -> Result<(), Error>
+    where
+        G: GroupState,
+    {
+        if !self.group(gid)?.is_empty() {
+            return Err(Error::GroupNotEmpty(gid));
+        }
+        self.remove_group(gid);
+        Ok(())
     }
 
     /// Call when a group's last flow has left: drops it unless it was configured.

@@ -17,10 +17,10 @@
 //! Both answer every UPDATE outside Fast Recovery with the connection's priority-weighted share of
 //! the shared window and ssthresh, as TCP-CCC does.
 
-use super::{share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
+use super::{check_register, share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
 use crate::error::Error;
 use crate::group::FlowId;
-use crate::units::{check_priority, check_window, RunningSum};
+use crate::units::{check_priority, RunningSum};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -59,13 +59,13 @@ impl Ensemble {
         cwnd: f64,
         ssthresh: f64,
     ) -> Result<(), Error> {
-        if self.index.contains_key(&conn) {
-            return Err(Error::DuplicateFlow(conn));
-        }
-        check_priority(priority)?;
-        check_window("cwnd_pkts", cwnd)?;
-        check_window("ssthresh_pkts", ssthresh)?;
-        Ok(())
+        check_register(
+            self.index.contains_key(&conn),
+            conn,
+            priority,
+            cwnd,
+            ssthresh,
+        )
     }
 
     fn insert(&mut self, conn: FlowId, priority: f64) -> u64 {

@@ -42,10 +42,10 @@
 //!    joiner replace the others' cwnd increase); decreases apply as usual. A joiner that becomes the
 //!    CoCo, or that has no other connection left to clock it, ends its handover and uses its share.
 
-use super::{share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
+use super::{check_register, share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
 use crate::error::Error;
 use crate::group::FlowId;
-use crate::units::{check_priority, check_window, RunningSum};
+use crate::units::{check_priority, RunningSum};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -305,12 +305,13 @@ impl TcpCoupler for TcpCcc {
         cwnd_pkts: f64,
         ssthresh_pkts: f64,
     ) -> Result<Response, Error> {
-        if self.index.contains_key(&conn) {
-            return Err(Error::DuplicateFlow(conn));
-        }
-        check_priority(priority)?;
-        check_window("cwnd_pkts", cwnd_pkts)?;
-        check_window("ssthresh_pkts", ssthresh_pkts)?;
+        check_register(
+            self.index.contains_key(&conn),
+            conn,
+            priority,
+            cwnd_pkts,
+            ssthresh_pkts,
+        )?;
         let first = self.index.is_empty();
         if first {
             // Lines 3-8.

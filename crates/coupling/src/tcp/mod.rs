@@ -21,8 +21,8 @@ pub use baselines::{ETcp, Efcm};
 pub use ccc::TcpCcc;
 
 use crate::error::Error;
-use crate::group::{FlowGroups, FlowId, GroupId, Grouping};
-use crate::units::check_window;
+use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
+use crate::units::{check_priority, check_window};
 use std::fmt::Debug;
 
 /// The TCP state machine state a connection reports (seed 003 Table 9.1).
@@ -216,21 +216,14 @@ impl TcpGroups {
     }
 
     /// Creates group `gid` with `kind`, or changes the coupler of an existing empty group.
+    /// A configured group keeps its coupler kind when its last connection leaves.
     pub fn configure_group(&mut self, gid: GroupId, kind: CouplerKind) -> Result<(), Error> {
-        if self.groups.group(gid).is_ok_and(|g| !g.is_empty()) {
-            return Err(Error::GroupNotEmpty(gid));
-        }
-        self.groups.configure(gid, kind.build());
-        Ok(())
+        self.groups.configure(gid, kind.build())
     }
 
     /// Removes an empty group, configured or not.
     pub fn remove_group(&mut self, gid: GroupId) -> Result<(), Error> {
-        if !self.groups.group(gid)?.is_empty() {
-            return Err(Error::GroupNotEmpty(gid));
-        }
-        self.groups.remove_group(gid);
-        Ok(())
+        self.groups.remove_empty_group(gid)
     }
 
     pub fn register(
@@ -241,13 +234,14 @@ impl TcpGroups {
         cwnd_pkts: f64,
         ssthresh_pkts: f64,
     ) -> Result<(GroupId, Response), Error> {
-        if self.groups.contains_flow(conn) {
-            return Err(Error::DuplicateFlow(conn));
-        }
+        check_register(
+            self.groups.contains_flow(conn),
+            conn,
+            priority,
+            cwnd_pkts,
+            ssthresh_pkts,
+        )?;
         FlowGroups::<Box<dyn TcpCoupler>>::check(grouping)?;
-        crate::units::check_priority(priority)?;
-        check_window("cwnd_pkts", cwnd_pkts)?;
-        check_window("ssthresh_pkts", ssthresh_pkts)?;
         let kind = self.default_kind;
         let gid = self.groups.resolve(grouping, |_| kind.build())?;
         let group = self.groups.group_mut(gid)?;
@@ -307,7 +301,30 @@ impl TcpGroups {
     }
 }
 
-/// Helpers shared by the couplers' bookkeeping.
+impl GroupState for Box<dyn TcpCoupler> {
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The checks of every registration (Algorithm 5's inputs), before anything changes.
+pub(crate) fn check_register(
+    registered: bool,
+    conn: FlowId,
+    priority: f64,
+    cwnd_pkts: f64,
+    ssthresh_pkts: f64,
+) -> Result<(), Error> {
+    if registered {
+        return Err(Error::DuplicateFlow(conn));
+    }
+    check_priority(priority)?;
+    check_window("cwnd_pkts", cwnd_pkts)?;
+    check_window("ssthresh_pkts", ssthresh_pkts)?;
+    Ok(())
+}
+
+/// A priority-weighted share of a sum.
 pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
     if sum_p > 0.0 {
         p * sum / sum_p
