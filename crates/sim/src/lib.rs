@@ -1,0 +1,18 @@
+//! macroflow's packet-level discrete-event simulator. Flows are coupled through `crates/coupling`,
+//! the same code users ship.
+//!
+//! - [`engine`]: event loop, packets through links, TCP endpoints, coupling glue, sampling.
+//! - [`net`]: nodes, links, queues, routing (shortest paths, ECMP), topology builders.
+//! - [`transport`]: TCP sender/receiver and congestion controllers.
+//! - [`stats`]: summaries and time series of a run.
+
+pub mod engine;
+pub mod error;
+pub mod net;
+pub mod packet;
+pub mod rng;
+pub mod stats;
+pub mod transport;
+
+pub use engine::{Sim, TcpFlowConfig};
+pub use error::SimError;

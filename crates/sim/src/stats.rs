@@ -1,0 +1,137 @@
+//! What a run measures: per-flow and per-link summaries, and time series sampled at a fixed
+//! interval. Everything is plain data (structs of numbers) so it crosses into Python as columns.
+
+use crate::engine::PacketCounts;
+use crate::net::Link;
+use coupling::tcp::TcpState;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlowSample {
+    pub t_ns: u64,
+    pub flow: u32,
+    pub cwnd_pkts: f64,
+    pub ssthresh_pkts: f64,
+    pub state: TcpState,
+    pub delivered_bytes: u64,
+    pub srtt_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QueueSample {
+    pub t_ns: u64,
+    pub link: u32,
+    pub pkts: u32,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSummary {
+    pub flow: u32,
+    pub src: String,
+    pub dst: String,
+    pub cc: &'static str,
+    pub start_s: f64,
+    /// Flow completion time, for finite flows that completed.
+    pub fct_s: Option<f64>,
+    pub delivered_bytes: u64,
+    /// Delivered bytes over the time the flow was active.
+    pub goodput_bps: f64,
+    pub data_pkts_sent: u64,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    pub mean_rtt_s: f64,
+    pub data_pkts_received: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSummary {
+    pub link: u32,
+    pub from: String,
+    pub to: String,
+    pub rate_bps: u64,
+    pub offered_pkts: u64,
+    pub dropped_pkts: u64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    /// Fraction of the run the link was transmitting.
+    pub utilization: f64,
+    /// Dropped over offered packets.
+    pub loss_ratio: f64,
+    /// Time-average queue length.
+    pub mean_queue_pkts: f64,
+    pub mean_queue_bytes: f64,
+    pub max_queue_pkts: usize,
+}
+
+impl LinkSummary {
+    pub(crate) fn new(link: u32, from: &str, to: &str, l: &Link, duration_s: f64) -> Self {
+        let s = &l.stats;
+        let dur_ns = duration_s * 1e9;
+        LinkSummary {
+            link,
+            from: from.to_string(),
+            to: to.to_string(),
+            rate_bps: l.rate_bps,
+            offered_pkts: s.offered_pkts,
+            dropped_pkts: s.dropped_pkts,
+            tx_pkts: s.tx_pkts,
+            tx_bytes: s.tx_bytes,
+            utilization: if dur_ns > 0.0 {
+                (s.busy_ns as f64 / dur_ns).min(1.0)
+            } else {
+                0.0
+            },
+            loss_ratio: if s.offered_pkts > 0 {
+                s.dropped_pkts as f64 / s.offered_pkts as f64
+            } else {
+                0.0
+            },
+            mean_queue_pkts: if dur_ns > 0.0 {
+                s.queue_integral_pkt_ns / dur_ns
+            } else {
+                0.0
+            },
+            mean_queue_bytes: if dur_ns > 0.0 {
+                s.queue_integral_byte_ns / dur_ns
+            } else {
+                0.0
+            },
+            max_queue_pkts: s.max_queue_pkts,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Results {
+    pub duration_s: f64,
+    pub flows: Vec<FlowSummary>,
+    pub links: Vec<LinkSummary>,
+    pub flow_samples: Vec<FlowSample>,
+    pub queue_samples: Vec<QueueSample>,
+    pub packets: PacketCounts,
+    pub events: u64,
+}
+
+/// Jain's fairness index of `xs`: (sum x)^2 / (n * sum x^2); 1 is perfectly fair, 1/n maximally
+/// unfair.
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let sum: f64 = xs.iter().sum();
+    let sq: f64 = xs.iter().map(|x| x * x).sum();
+    if n == 0.0 || sq == 0.0 {
+        return 1.0;
+    }
+    sum * sum / (n * sq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_bounds() {
+        assert_eq!(jain_index(&[3.0, 3.0, 3.0]), 1.0);
+        assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+    }
+}

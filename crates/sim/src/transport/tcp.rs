@@ -1,0 +1,701 @@
+//! TCP sender and receiver.
+//!
+//! Sender: SACK-based loss recovery (RFC 6675) when SACK is on, NewReno (RFC 5681, RFC 6582)
+//! otherwise; RTO per RFC 6298 with a configurable minimum and exponential backoff, go-back-N after
+//! a timeout (skipping SACKed segments); a congestion controller behind [`CongestionControl`]. Receiver: cumulative ACKs with SACK blocks (RFC 2018), delayed ACKs (every
+//! second full segment, or when the delayed-ACK timer fires; at once for out-of-order data or when
+//! a hole is filled), timestamps echoed for RTT samples (RFC 7323).
+//!
+//! Sequence numbers are bytes; windows are segments. Neither side reads a clock or sends anything
+//! itself: they are given `now` and append the packets to send to an [`Outbox`].
+
+use super::cc::{AckSample, CaState, CongestionControl, CwndEvent, TcpCc};
+use super::sack::Scoreboard;
+use crate::error::SimError;
+use crate::packet::{Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
+use coupling::tcp::TcpState;
+use coupling::{Duration, Instant};
+
+/// Per-connection TCP parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpConfig {
+    /// Payload bytes per segment.
+    pub mss: u32,
+    /// IP + TCP header bytes added to every packet (52 with timestamps: 1448 + 52 = 1500).
+    pub header_bytes: u32,
+    pub initial_cwnd_pkts: f64,
+    pub initial_ssthresh_pkts: f64,
+    /// Receiver window in segments.
+    pub rwnd_pkts: f64,
+    pub delayed_ack: bool,
+    pub delack_timeout: Duration,
+    pub min_rto: Duration,
+    pub max_rto: Duration,
+    pub initial_rto: Duration,
+    pub sack: bool,
+    pub dupthresh: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1448,
+            header_bytes: 52,
+            initial_cwnd_pkts: 10.0,
+            initial_ssthresh_pkts: 1e9,
+            rwnd_pkts: 1e9,
+            delayed_ack: true,
+            delack_timeout: Duration::from_millis(200),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            initial_rto: Duration::from_secs(1),
+            sack: true,
+            dupthresh: 3,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// Checks every field; `name` is the parameter path used in errors (e.g. `flow[2].tcp`).
+    pub fn check(&self, name: &str) -> Result<(), SimError> {
+        if self.mss == 0 {
+            return Err(SimError::invalid(
+                format!("{name}.mss"),
+                0,
+                "an MSS > 0 bytes",
+            ));
+        }
+        let windows = [
+            ("initial_cwnd_pkts", self.initial_cwnd_pkts),
+            ("initial_ssthresh_pkts", self.initial_ssthresh_pkts),
+            ("rwnd_pkts", self.rwnd_pkts),
+        ];
+        for (field, v) in windows {
+            if !(v.is_finite() && v >= 1.0) {
+                return Err(SimError::invalid(
+                    format!("{name}.{field}"),
+                    v,
+                    "a finite window >= 1 segment",
+                ));
+            }
+        }
+        if self.min_rto > self.max_rto {
+            return Err(SimError::invalid(
+                format!("{name}.min_rto"),
+                self.min_rto,
+                "min_rto <= max_rto",
+            ));
+        }
+        if self.dupthresh == 0 {
+            return Err(SimError::invalid(
+                format!("{name}.dupthresh"),
+                0,
+                "a duplicate-ACK threshold >= 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Packets a transport endpoint wants sent; the engine injects them.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub packets: Vec<Packet>,
+}
+
+/// Addressing shared by the packets of one connection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Endpoints {
+    pub flow: u32,
+    pub src: crate::net::NodeId,
+    pub dst: crate::net::NodeId,
+    pub dscp: u8,
+    pub hash: u32,
+}
+
+/// Sender-side counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SenderStats {
+    pub data_pkts_sent: u64,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    pub rtt_samples: u64,
+    pub rtt_sum_s: f64,
+}
+
+#[derive(Debug)]
+pub struct TcpSender {
+    pub cfg: TcpConfig,
+    cc: Box<dyn CongestionControl>,
+    pub tp: TcpCc,
+    ep: Endpoints,
+    /// Bytes to send; `None`: a bulk transfer.
+    size: Option<u64>,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    /// RFC 6582's `recover`: the highest sequence sent when the last recovery began.
+    recover: Option<u64>,
+    dupacks: u32,
+    sb: Scoreboard,
+    /// RFC 6675 HighRxt: the end of the highest segment retransmitted in this recovery.
+    high_rxt: u64,
+    lost: Vec<u64>,
+    srtt: Option<f64>,
+    rttvar: f64,
+    rto: Duration,
+    rto_deadline: Option<Instant>,
+    pub finished_at: Option<Instant>,
+    pub stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(
+        cfg: TcpConfig,
+        mut cc: Box<dyn CongestionControl>,
+        ep: Endpoints,
+        size: Option<u64>,
+    ) -> Self {
+        let mut tp = TcpCc {
+            cwnd: cfg.initial_cwnd_pkts,
+            ssthresh: cfg.initial_ssthresh_pkts,
+            ca_state: CaState::Open,
+            in_flight: 0.0,
+            srtt: None,
+            min_rtt: None,
+        };
+        cc.init(&mut tp);
+        TcpSender {
+            cfg,
+            cc,
+            tp,
+            ep,
+            size,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            recover: None,
+            dupacks: 0,
+            sb: Scoreboard::default(),
+            high_rxt: 0,
+            lost: Vec::new(),
+            srtt: None,
+            rttvar: 0.0,
+            rto: cfg.initial_rto,
+            rto_deadline: None,
+            finished_at: None,
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    /// Bytes acknowledged so far.
+    pub fn acked_bytes(&self) -> u64 {
+        self.snd_una
+    }
+
+    pub fn in_recovery(&self) -> bool {
+        self.tp.ca_state == CaState::Recovery
+    }
+
+    /// The state as a coupler sees it (seed 003 Table 9.1).
+    pub fn coupling_state(&self) -> TcpState {
+        if self.in_recovery() {
+            TcpState::FastRecovery
+        } else if self.tp.cwnd < self.tp.ssthresh {
+            TcpState::SlowStart
+        } else {
+            TcpState::CongestionAvoidance
+        }
+    }
+
+    /// Applies a coupler's answer.
+    pub fn set_window(&mut self, cwnd_pkts: f64, ssthresh_pkts: f64) {
+        self.tp.cwnd = cwnd_pkts;
+        self.tp.ssthresh = ssthresh_pkts;
+    }
+
+    pub fn rto_deadline(&self) -> Option<Instant> {
+        self.rto_deadline
+    }
+
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt.map(|s| Duration::from_nanos(s as u64))
+    }
+
+    fn flight_bytes(&self) -> u64 {
+        self.snd_nxt - self.snd_una
+    }
+
+    fn flight_pkts(&self) -> f64 {
+        (self.snd_max - self.snd_una) as f64 / self.cfg.mss as f64
+    }
+
+    fn done(&self) -> bool {
+        self.size.is_some_and(|s| self.snd_una >= s)
+    }
+
+    /// The cumulative ACK covers more than `recover` (RFC 6582 sec. 3.2 step 2).
+    fn past_recover(&self) -> bool {
+        self.recover.is_none_or(|r| self.snd_una > r)
+    }
+
+    fn restart_rto(&mut self, now: Instant) {
+        self.rto_deadline = if self.snd_max > self.snd_una {
+            Some(now + self.rto)
+        } else {
+            None
+        };
+    }
+
+    fn set_ca_state(&mut self, s: CaState) {
+        if self.tp.ca_state != s {
+            self.tp.ca_state = s;
+            self.cc.set_state(&mut self.tp, s);
+        }
+    }
+
+    /// RFC 6298 sec. 2: SRTT, RTTVAR and RTO from a sample.
+    fn rtt_sample(&mut self, r: Duration) {
+        let r_ns = r.as_nanos() as f64;
+        match self.srtt {
+            None => {
+                self.srtt = Some(r_ns);
+                self.rttvar = r_ns / 2.0;
+            }
+            Some(s) => {
+                self.rttvar = 0.75 * self.rttvar + 0.25 * (s - r_ns).abs();
+                self.srtt = Some(0.875 * s + 0.125 * r_ns);
+            }
+        }
+        let rto =
+            Duration::from_nanos((self.srtt.unwrap_or(r_ns) + (4.0 * self.rttvar).max(1e6)) as u64);
+        self.rto = rto.max(self.cfg.min_rto).min(self.cfg.max_rto);
+        self.tp.srtt = self.srtt();
+        self.tp.min_rtt = Some(self.tp.min_rtt.map_or(r, |m| m.min(r)));
+        self.stats.rtt_samples += 1;
+        self.stats.rtt_sum_s += r.as_secs_f64();
+    }
+
+    fn emit(&mut self, seq: u64, now: Instant, out: &mut Outbox) {
+        let len = match self.size {
+            Some(s) => (s - seq).min(self.cfg.mss as u64) as u32,
+            None => self.cfg.mss,
+        };
+        let mut p = Packet::new(
+            self.ep.flow,
+            PacketKind::TcpData,
+            self.ep.src,
+            self.ep.dst,
+            len + self.cfg.header_bytes,
+        );
+        p.seq = seq;
+        p.len = len;
+        p.ts_ns = now.as_nanos();
+        p.dscp = self.ep.dscp;
+        p.hash = self.ep.hash;
+        p.retx = seq < self.snd_max;
+        self.stats.data_pkts_sent += 1;
+        if p.retx {
+            self.stats.retransmits += 1;
+        }
+        out.packets.push(p);
+    }
+
+    fn window_bytes(&self) -> u64 {
+        self.tp.cwnd.min(self.cfg.rwnd_pkts).max(0.0).floor() as u64 * self.cfg.mss as u64
+    }
+
+    fn seg_len(&self, seq: u64) -> u64 {
+        self.size
+            .map_or(self.cfg.mss as u64, |s| (s - seq).min(self.cfg.mss as u64))
+    }
+
+    fn has_new_data(&self) -> bool {
+        self.size.is_none_or(|s| self.snd_max < s)
+    }
+
+    fn sack_recovery(&self) -> bool {
+        self.cfg.sack && self.tp.ca_state == CaState::Recovery
+    }
+
+    /// Sends what the window allows: in SACK recovery by RFC 6675's rules, else new segments (and,
+    /// after a timeout, the unSACKed ones below the highest sent).
+    pub fn send_available(&mut self, now: Instant, out: &mut Outbox) {
+        if self.sack_recovery() {
+            self.send_in_sack_recovery(now, out);
+            return;
+        }
+        let wnd = self.window_bytes();
+        loop {
+            if self.flight_bytes() >= wnd {
+                break;
+            }
+            if self.size.is_some_and(|s| self.snd_nxt >= s) {
+                break;
+            }
+            let seq = self.snd_nxt;
+            let len = self.seg_len(seq);
+            if seq < self.snd_max && self.sb.is_sacked(seq, seq + len) {
+                self.snd_nxt += len; // the receiver has it: do not resend after a timeout
+                continue;
+            }
+            self.emit(seq, now, out);
+            self.snd_nxt += len;
+            self.snd_max = self.snd_max.max(self.snd_nxt);
+            if self.rto_deadline.is_none() {
+                self.rto_deadline = Some(now + self.rto);
+            }
+        }
+    }
+
+    /// RFC 6675 sec. 5 step (C): while cwnd - pipe >= 1 SMSS, send NextSeg().
+    fn send_in_sack_recovery(&mut self, now: Instant, out: &mut Outbox) {
+        let mss = self.cfg.mss as u64;
+        let mut lost = std::mem::take(&mut self.lost);
+        let mut pipe = self.sb.set_pipe(
+            self.snd_una,
+            self.snd_max,
+            self.high_rxt,
+            mss,
+            self.cfg.dupthresh,
+            &mut lost,
+        );
+        let wnd = self.window_bytes();
+        let high_sacked = self.sb.high_sacked();
+        let mut li = 0;
+        while pipe + mss <= wnd {
+            // Rule 1: the first lost segment above HighRxt and below the highest SACKed byte.
+            while li < lost.len() && lost[li] < self.high_rxt {
+                li += 1;
+            }
+            let seq = if li < lost.len() && lost[li] < high_sacked {
+                li += 1;
+                lost[li - 1]
+            } else if self.has_new_data() {
+                // Rule 2: new data.
+                self.snd_max
+            } else if let Some(s) =
+                self.first_unsacked_from(self.high_rxt.max(self.snd_una), high_sacked)
+            {
+                // Rule 3: an unSACKed segment below the highest SACKed byte.
+                s
+            } else {
+                break;
+            };
+            let len = self.seg_len(seq);
+            self.emit(seq, now, out);
+            if seq >= self.snd_max {
+                self.snd_max = seq + len;
+                self.snd_nxt = self.snd_max;
+            } else {
+                self.high_rxt = self.high_rxt.max(seq + len);
+            }
+            pipe += len;
+        }
+        self.lost = lost;
+    }
+
+    fn first_unsacked_from(&self, from: u64, below: u64) -> Option<u64> {
+        let mss = self.cfg.mss as u64;
+        let mut seq = self.snd_una + (from.saturating_sub(self.snd_una)).div_ceil(mss) * mss;
+        while seq < below && seq < self.snd_max {
+            let len = self.seg_len(seq);
+            if !self.sb.is_sacked(seq, seq + len) {
+                return Some(seq);
+            }
+            seq += len;
+        }
+        None
+    }
+
+    /// Enters fast recovery: RFC 6675 sec. 5 with SACK, RFC 6582 step 2 without.
+    fn enter_recovery(&mut self, now: Instant, out: &mut Outbox) {
+        self.tp.in_flight = self.flight_pkts();
+        self.tp.ssthresh = self.cc.ssthresh(&self.tp);
+        self.recover = Some(self.snd_max.saturating_sub(1));
+        self.stats.fast_recoveries += 1;
+        self.set_ca_state(CaState::Recovery);
+        self.rto_deadline = Some(now + self.rto);
+        let first = self.snd_una;
+        self.emit(first, now, out);
+        if self.cfg.sack {
+            self.tp.cwnd = self.tp.ssthresh;
+            self.high_rxt = first + self.seg_len(first);
+        } else {
+            self.tp.cwnd = self.tp.ssthresh + self.cfg.dupthresh as f64;
+        }
+    }
+
+    /// The connection starts (the controller is told transmission begins).
+    pub fn start(&mut self, now: Instant, out: &mut Outbox) {
+        self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
+        self.send_available(now, out);
+    }
+
+    /// Processes an ACK; sends retransmissions it triggers but not new data (call
+    /// [`Self::send_available`] after any coupling has adjusted the window). Returns whether the
+    /// ACK acknowledged new data.
+    pub fn on_ack(&mut self, ack: &Packet, now: Instant, out: &mut Outbox) -> bool {
+        let mss = self.cfg.mss as u64;
+        if self.cfg.sack {
+            self.sb
+                .update(ack.ack.max(self.snd_una), &ack.sack[..ack.n_sack as usize]);
+        }
+        if ack.ack > self.snd_una {
+            let acked_bytes = ack.ack - self.snd_una;
+            let acked = acked_bytes.div_ceil(mss) as u32;
+            self.snd_una = ack.ack;
+            self.snd_nxt = self.snd_nxt.max(self.snd_una);
+            self.high_rxt = self.high_rxt.max(self.snd_una);
+            let rtt = (ack.ts_echo_ns > 0 && now.as_nanos() >= ack.ts_echo_ns)
+                .then(|| Duration::from_nanos(now.as_nanos() - ack.ts_echo_ns));
+            if let Some(r) = rtt {
+                self.rtt_sample(r);
+            }
+            self.tp.in_flight = self.flight_pkts();
+            let sample = AckSample { acked, rtt, now };
+            self.cc.pkts_acked(&mut self.tp, &sample);
+            match self.tp.ca_state {
+                CaState::Recovery if self.past_recover() => {
+                    // Full ACK. RFC 6582 step 3: deflate to min(ssthresh, FlightSize + SMSS); with
+                    // SACK the window already is ssthresh.
+                    if !self.cfg.sack {
+                        self.tp.cwnd = self.tp.ssthresh.min(self.flight_pkts() + 1.0);
+                    }
+                    self.dupacks = 0;
+                    self.set_ca_state(CaState::Open);
+                }
+                CaState::Recovery if self.cfg.sack => {
+                    // Partial ACK in SACK recovery: NextSeg does the rest.
+                    self.rto_deadline = Some(now + self.rto);
+                }
+                CaState::Recovery => {
+                    // Partial ACK: retransmit the next hole, deflate by the amount acked, add one.
+                    self.emit(self.snd_una, now, out);
+                    self.tp.cwnd = (self.tp.cwnd - acked as f64 + 1.0).max(1.0);
+                    self.rto_deadline = Some(now + self.rto);
+                }
+                CaState::Loss | CaState::Open => {
+                    if self.tp.ca_state == CaState::Loss && self.past_recover() {
+                        self.set_ca_state(CaState::Open);
+                    }
+                    self.dupacks = 0;
+                    self.cc.cong_avoid(&mut self.tp, &sample);
+                }
+            }
+            if self.tp.ca_state != CaState::Recovery {
+                self.restart_rto(now);
+                // RFC 6675: IsLost(HighACK + 1) also starts recovery.
+                if self.cfg.sack
+                    && self.tp.ca_state == CaState::Open
+                    && !self.sb.is_empty()
+                    && self.past_recover()
+                    && self.sb.is_lost(self.snd_una, mss, self.cfg.dupthresh)
+                {
+                    self.enter_recovery(now, out);
+                }
+            }
+            if self.done() && self.finished_at.is_none() {
+                self.finished_at = Some(now);
+                self.rto_deadline = None;
+            }
+            true
+        } else {
+            if ack.ack == self.snd_una && self.snd_max > self.snd_una {
+                self.dupacks += 1;
+                if self.tp.ca_state == CaState::Recovery {
+                    if !self.cfg.sack {
+                        self.tp.cwnd += 1.0; // NewReno inflation: a segment has left the network
+                    }
+                } else if self.past_recover()
+                    && (self.dupacks >= self.cfg.dupthresh
+                        || self.cfg.sack && self.sb.is_lost(self.snd_una, mss, self.cfg.dupthresh))
+                {
+                    self.enter_recovery(now, out);
+                }
+            }
+            false
+        }
+    }
+
+    /// The retransmission timer fired at `now` (the engine checks the deadline).
+    pub fn on_rto(&mut self, now: Instant) {
+        if self.snd_max == self.snd_una {
+            self.rto_deadline = None;
+            return;
+        }
+        self.stats.timeouts += 1;
+        self.tp.in_flight = self.flight_pkts();
+        self.tp.ssthresh = self.cc.ssthresh(&self.tp);
+        self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
+        self.tp.cwnd = 1.0;
+        self.recover = Some(self.snd_max.saturating_sub(1));
+        self.snd_nxt = self.snd_una; // go-back-N
+        self.dupacks = 0;
+        self.set_ca_state(CaState::Loss);
+        self.rto = self.rto.saturating_mul(2).min(self.cfg.max_rto);
+        self.rto_deadline = Some(now + self.rto);
+    }
+}
+
+/// Receiver-side counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReceiverStats {
+    pub data_pkts: u64,
+    pub acks_sent: u64,
+    pub duplicate_pkts: u64,
+}
+
+#[derive(Debug)]
+pub struct TcpReceiver {
+    cfg: TcpConfig,
+    ep: Endpoints,
+    rcv_nxt: u64,
+    /// Out-of-order ranges received, disjoint and sorted.
+    ooo: Vec<(u64, u64)>,
+    /// The most recently received out-of-order range start (reported first, RFC 2018).
+    last_ooo: Option<u64>,
+    unacked_segments: u32,
+    delack_deadline: Option<Instant>,
+    ts_recent: u64,
+    pub stats: ReceiverStats,
+}
+
+impl TcpReceiver {
+    pub fn new(cfg: TcpConfig, ep: Endpoints) -> Self {
+        TcpReceiver {
+            cfg,
+            ep,
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            last_ooo: None,
+            unacked_segments: 0,
+            delack_deadline: None,
+            ts_recent: 0,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    /// In-order bytes delivered to the application.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    pub fn delack_deadline(&self) -> Option<Instant> {
+        self.delack_deadline
+    }
+
+    fn insert_ooo(&mut self, start: u64, end: u64) {
+        let mut s = start;
+        let mut e = end;
+        self.ooo.retain(|&(a, b)| {
+            if b < s || a > e {
+                true
+            } else {
+                s = s.min(a);
+                e = e.max(b);
+                false
+            }
+        });
+        let pos = self.ooo.partition_point(|&(a, _)| a < s);
+        self.ooo.insert(pos, (s, e));
+        self.last_ooo = Some(s);
+    }
+
+    fn send_ack(&mut self, now: Instant, out: &mut Outbox) {
+        // ACKs travel back: swap the endpoints.
+        let mut p = Packet::new(
+            self.ep.flow,
+            PacketKind::TcpAck,
+            self.ep.dst,
+            self.ep.src,
+            self.cfg.header_bytes,
+        );
+        p.ack = self.rcv_nxt;
+        p.ts_ns = now.as_nanos();
+        p.ts_echo_ns = self.ts_recent;
+        p.dscp = self.ep.dscp;
+        p.hash = self.ep.hash;
+        if self.cfg.sack && !self.ooo.is_empty() {
+            // The block with the most recent segment first, then the others in order.
+            let mut n = 0;
+            if let Some(first) = self
+                .ooo
+                .iter()
+                .find(|(a, b)| self.last_ooo.is_some_and(|s| s >= *a && s < *b))
+            {
+                p.sack[0] = SackBlock {
+                    start: first.0,
+                    end: first.1,
+                };
+                n = 1;
+            }
+            for &(a, b) in &self.ooo {
+                if n == MAX_SACK_BLOCKS {
+                    break;
+                }
+                if n == 1 && p.sack[0].start == a {
+                    continue;
+                }
+                p.sack[n] = SackBlock { start: a, end: b };
+                n += 1;
+            }
+            p.n_sack = n as u8;
+        }
+        self.unacked_segments = 0;
+        self.delack_deadline = None;
+        self.stats.acks_sent += 1;
+        out.packets.push(p);
+    }
+
+    pub fn on_data(&mut self, pkt: &Packet, now: Instant, out: &mut Outbox) {
+        self.stats.data_pkts += 1;
+        let (start, end) = (pkt.seq, pkt.seq + pkt.len as u64);
+        if start <= self.rcv_nxt {
+            // RFC 7323: echo the timestamp of the segment that advances the left edge.
+            self.ts_recent = pkt.ts_ns;
+        }
+        if end <= self.rcv_nxt {
+            self.stats.duplicate_pkts += 1;
+            self.send_ack(now, out);
+            return;
+        }
+        if start > self.rcv_nxt {
+            self.insert_ooo(start, end);
+            self.send_ack(now, out);
+            return;
+        }
+        // In order (possibly overlapping what we have).
+        self.rcv_nxt = end;
+        let filled_hole = !self.ooo.is_empty();
+        while let Some(&(a, b)) = self.ooo.first() {
+            if a > self.rcv_nxt {
+                break;
+            }
+            self.rcv_nxt = self.rcv_nxt.max(b);
+            self.ooo.remove(0);
+        }
+        if filled_hole || !self.cfg.delayed_ack {
+            self.send_ack(now, out);
+            return;
+        }
+        self.unacked_segments += 1;
+        if self.unacked_segments >= 2 {
+            self.send_ack(now, out);
+        } else if self.delack_deadline.is_none() {
+            self.delack_deadline = Some(now + self.cfg.delack_timeout);
+        }
+    }
+
+    /// The delayed-ACK timer fired.
+    pub fn on_delack_timer(&mut self, now: Instant, out: &mut Outbox) {
+        if self.delack_deadline.is_some_and(|d| now >= d) {
+            self.send_ack(now, out);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! TCP on the dissertation's dumbbell (10 Mbit/s, RTT 100 ms, 1-BDP drop-tail queue).
+
+use coupling::{Duration, Instant};
+use sim::net::topology::{dumbbell, DumbbellConfig};
+use sim::net::Network;
+use sim::stats::jain_index;
+use sim::{Sim, TcpFlowConfig};
+
+fn setup(pairs: usize, seed: u64) -> (Sim, sim::net::topology::Dumbbell) {
+    let mut net = Network::default();
+    let d = dumbbell(&mut net, &DumbbellConfig::dissertation(pairs)).unwrap();
+    (Sim::new(net, seed).unwrap(), d)
+}
+
+fn conserved(sim: &Sim) {
+    let c = sim.packet_counts();
+    assert_eq!(c.created, c.delivered + c.dropped + c.in_flight, "{c:?}");
+}
+
+#[test]
+fn one_newreno_flow_fills_the_bottleneck_with_a_sawtooth() {
+    let (mut sim, d) = setup(1, 1);
+    sim.add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0]))
+        .unwrap();
+    sim.sample_every(Duration::from_millis(10), &[d.bottleneck])
+        .unwrap();
+    sim.run_until(Instant::from_secs(10));
+    let warm = sim.results();
+    sim.run_until(Instant::from_secs(120));
+    let r = sim.results();
+    conserved(&sim);
+    let bn = &r.links[d.bottleneck.0 as usize];
+    let busy_after_warmup = (bn.utilization * r.duration_s
+        - warm.links[d.bottleneck.0 as usize].utilization * warm.duration_s)
+        / (r.duration_s - warm.duration_s);
+    assert!(
+        busy_after_warmup > 0.95,
+        "utilization after slow start {busy_after_warmup}"
+    );
+    // The sawtooth: losses recovered by fast recovery, cwnd oscillating between W/2 and W.
+    let f = &r.flows[0];
+    assert!(f.fast_recoveries >= 3, "{f:?}");
+    assert_eq!(f.timeouts, 0, "{f:?}");
+    let cw: Vec<f64> = r
+        .flow_samples
+        .iter()
+        .filter(|s| s.t_ns > 20_000_000_000)
+        .map(|s| s.cwnd_pkts)
+        .collect();
+    let (lo, hi) = cw
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    // BDP 83 + queue 83: the window peaks near 166 segments and halves.
+    assert!(hi > 140.0 && hi < 200.0, "peak cwnd {hi}");
+    assert!(lo > 0.4 * hi && lo < 0.65 * hi, "trough {lo} vs peak {hi}");
+}
+
+#[test]
+fn identical_long_flows_share_fairly() {
+    let (mut sim, d) = setup(4, 3);
+    for i in 0..4 {
+        let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
+        f.start = Instant::from_millis(37 * i as u64);
+        sim.add_tcp_flow(f).unwrap();
+    }
+    sim.run_until(Instant::from_secs(300));
+    let r = sim.results();
+    conserved(&sim);
+    let goodputs: Vec<f64> = r.flows.iter().map(|f| f.goodput_bps).collect();
+    let j = jain_index(&goodputs);
+    assert!(j > 0.95, "Jain {j}: {goodputs:?}");
+    let total: f64 = goodputs.iter().sum();
+    assert!(total > 0.9 * 10e6, "aggregate goodput {total}");
+}
+
+#[test]
+fn same_seed_same_results_bit_for_bit() {
+    let run = |seed| {
+        let (mut sim, d) = setup(3, seed);
+        for i in 0..3 {
+            let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
+            f.start = Instant::from_millis(10 * i as u64);
+            sim.add_tcp_flow(f).unwrap();
+        }
+        sim.sample_every(Duration::from_millis(50), &[d.bottleneck])
+            .unwrap();
+        sim.run_until(Instant::from_secs(30));
+        format!("{:?}", sim.results())
+    };
+    assert_eq!(run(5), run(5));
+}
+
+#[test]
+fn finite_flow_completes_with_an_fct() {
+    let (mut sim, d) = setup(1, 1);
+    let mut f = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
+    f.size_bytes = Some(200_000 / 8 * 8);
+    sim.add_tcp_flow(f).unwrap();
+    sim.run_until(Instant::from_secs(10));
+    let r = sim.results();
+    let fct = r.flows[0].fct_s.expect("completed");
+    // 25 kB... 200 kB at IW 10 over RTT 100 ms: a handful of RTTs.
+    assert!(fct > 0.2 && fct < 1.0, "fct {fct}");
+    assert_eq!(r.flows[0].delivered_bytes, 200_000);
+    assert_eq!(sim.packet_counts().in_flight, 0);
+    conserved(&sim);
+}
