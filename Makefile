@@ -27,8 +27,9 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# Release mode: the simulator tests run minutes of simulated time.
 rust-test:
-	$(CARGO) test --workspace --exclude macroflow-py
+	$(CARGO) test --release --workspace --exclude macroflow-py
 
 # pytest's exit code 5 means no test ran: that is a failure here.
 py-test: build
