@@ -18,22 +18,34 @@ fn setup(pairs: usize) -> (Sim, Dumbbell) {
 fn fig_9_6_priorities_split_three_to_one_and_move_together() {
     let (mut sim, d) = setup(2);
     let g = sim.add_coupling_group(CouplerKind::Ccc { handover: false });
-    let f1 = sim.add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0])).unwrap();
+    let f1 = sim
+        .add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0]))
+        .unwrap();
     let mut c2 = TcpFlowConfig::bulk(d.senders[1], d.receivers[1]);
     c2.start = Instant::from_secs(10);
     c2.size_bytes = Some(10_000_000); // ends well before the run does
     let f2 = sim.add_tcp_flow(c2).unwrap();
     sim.couple(f1, g, 0.75).unwrap();
     sim.couple(f2, g, 0.25).unwrap();
-    sim.sample_every(Duration::from_millis(100), &[d.bottleneck]).unwrap();
+    sim.sample_every(Duration::from_millis(100), &[d.bottleneck])
+        .unwrap();
     sim.run_until(Instant::from_secs(90));
     let r = sim.results();
     let end2 = r.flows[1].fct_s.expect("flow 2 completes") + 10.0;
     assert!(end2 < 80.0, "flow 2 ended at {end2}");
-    let at = |flow: u32, t_ns: u64| r.flow_samples.iter().find(|s| s.flow == flow && s.t_ns == t_ns).copied();
+    let at = |flow: u32, t_ns: u64| {
+        r.flow_samples
+            .iter()
+            .find(|s| s.flow == flow && s.t_ns == t_ns)
+            .copied()
+    };
     let (mut ratios, mut together, mut apart) = (Vec::new(), 0, 0);
     let mut prev: Option<(f64, f64)> = None;
-    for s in r.flow_samples.iter().filter(|s| s.flow == 1 && s.t_ns as f64 > 12e9 && (s.t_ns as f64) < end2 * 1e9 - 1e9) {
+    for s in r
+        .flow_samples
+        .iter()
+        .filter(|s| s.flow == 1 && s.t_ns as f64 > 12e9 && (s.t_ns as f64) < end2 * 1e9 - 1e9)
+    {
         let Some(s1) = at(0, s.t_ns) else { continue };
         if s1.state == TcpState::FastRecovery || s.state == TcpState::FastRecovery {
             prev = None;
@@ -55,7 +67,10 @@ fn fig_9_6_priorities_split_three_to_one_and_move_together() {
     ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let median = ratios[ratios.len() / 2];
     assert!((median - 3.0).abs() < 0.15, "median cwnd ratio {median}");
-    assert!(together > 10 * apart.max(1), "windows moved together {together} times, apart {apart}");
+    assert!(
+        together > 10 * apart.max(1),
+        "windows moved together {together} times, apart {apart}"
+    );
     // After flow 2 has left, flow 1 has the whole aggregate.
     let c = sim.coupler(g).unwrap();
     assert_eq!(c.len(), 1);
@@ -72,19 +87,27 @@ fn fig_9_3_handover_joins_without_a_burst() {
     let spike = |handover: bool| {
         let (mut sim, d) = setup(2);
         let g = sim.add_coupling_group(CouplerKind::Ccc { handover });
-        let f1 = sim.add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0])).unwrap();
+        let f1 = sim
+            .add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0]))
+            .unwrap();
         let mut c2 = TcpFlowConfig::bulk(d.senders[1], d.receivers[1]);
         c2.start = Instant::from_secs(5);
         let f2 = sim.add_tcp_flow(c2).unwrap();
         sim.couple(f1, g, 1.0).unwrap();
         sim.couple(f2, g, 1.0).unwrap();
-        sim.sample_every(Duration::from_millis(1), &[d.bottleneck]).unwrap();
+        sim.sample_every(Duration::from_millis(1), &[d.bottleneck])
+            .unwrap();
         sim.run_until(Instant::from_millis(4_990));
         let before = sim.results().links[d.bottleneck.0 as usize].dropped_pkts;
         sim.run_until(Instant::from_secs(6));
         let r = sim.results();
         let max_q = |from: u64, to: u64| {
-            r.queue_samples.iter().filter(|q| q.t_ns >= from && q.t_ns < to).map(|q| q.pkts).max().unwrap()
+            r.queue_samples
+                .iter()
+                .filter(|q| q.t_ns >= from && q.t_ns < to)
+                .map(|q| q.pkts)
+                .max()
+                .unwrap()
         };
         let before_join = max_q(4_000_000_000, 5_000_000_000);
         let after_join = max_q(5_000_000_000, 6_000_000_000);
@@ -97,9 +120,15 @@ fn fig_9_3_handover_joins_without_a_burst() {
         "max bottleneck queue in the second before / after the join: without handover {pre_b} / {q_burst} \
          ({drops_burst} drops), with {pre_c} / {q_clocked} ({drops_clocked} drops)"
     );
-    assert!(drops_burst > 0 && q_burst == 83, "the burst fills the 83-packet queue and overflows it");
+    assert!(
+        drops_burst > 0 && q_burst == 83,
+        "the burst fills the 83-packet queue and overflows it"
+    );
     assert_eq!(drops_clocked, 0, "the clocked join loses nothing");
     // Algorithm 5 adds the joiner's initial window (10) to the aggregate, and flow 1 grows by about
     // half a segment per RTT: the queue may rise by that much, clocked out, not in a burst.
-    assert!(q_clocked <= pre_c + 10 + 5, "no spike with the handover: {pre_c} -> {q_clocked}");
+    assert!(
+        q_clocked <= pre_c + 10 + 5,
+        "no spike with the handover: {pre_c} -> {q_clocked}"
+    );
 }

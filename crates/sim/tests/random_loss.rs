@@ -15,7 +15,10 @@ fn reno_under_loss(p: f64, seconds: u64, seed: u64) -> (f64, f64) {
         bottleneck: LinkConfig {
             rate_bps: 1_000_000_000,
             delay: Duration::from_millis(48),
-            queue: QueueConfig::RandomDrop { p, inner: Box::new(QueueConfig::drop_tail_pkts(100_000)) },
+            queue: QueueConfig::RandomDrop {
+                p,
+                inner: Box::new(QueueConfig::drop_tail_pkts(100_000)),
+            },
         },
         access_rate_bps: 1_000_000_000,
         access_delays: vec![Duration::from_millis(1)],
@@ -42,7 +45,16 @@ fn reno_throughput_follows_eq5_under_random_loss() {
         let got = runs.iter().map(|r| r.0).sum::<f64>() / 4.0;
         let eq5 = runs.iter().map(|r| r.1).sum::<f64>() / 4.0;
         let err = (got - eq5) / eq5;
-        println!("p = {p:e}: goodput {:.3} Mbit/s, Eq. 5 {:.3} Mbit/s, error {:+.1}%", got / 1e6, eq5 / 1e6, err * 100.0);
-        assert!(err.abs() < 0.15, "p = {p}: {got} vs Eq. 5 {eq5} ({:+.1}%)", err * 100.0);
+        println!(
+            "p = {p:e}: goodput {:.3} Mbit/s, Eq. 5 {:.3} Mbit/s, error {:+.1}%",
+            got / 1e6,
+            eq5 / 1e6,
+            err * 100.0
+        );
+        assert!(
+            err.abs() < 0.15,
+            "p = {p}: {got} vs Eq. 5 {eq5} ({:+.1}%)",
+            err * 100.0
+        );
     }
 }
