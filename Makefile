@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	@command -v python3 >/dev/null || { echo "python3 not found" >&2; exit 1; }
 	python3 -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6"
+	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "pyarrow>=14"
 	touch $@
 
 build: deps

@@ -13,7 +13,7 @@ Conventions used throughout:
 """
 
 from ipaddress import IPv4Address, IPv6Address
-from typing import Final, Literal, Optional, Union
+from typing import Any, Final, Literal, Optional, Union
 
 __version__: Final[str]
 
@@ -459,3 +459,64 @@ class TcbCache:
         """Drops expired entries; returns how many."""
     def __len__(self) -> int:
         """The number of cached peers."""
+
+class SimulationError(ValueError):
+    """A simulation was built or run with an invalid parameter; the message names it."""
+
+class Simulation:
+    """The packet-level simulator. Build the topology first; adding the first flow fixes it and
+    computes routes. Times are float seconds (``_s``), rates bit/s (``_bps``)."""
+
+    def __init__(self, seed: int = 1) -> None: ...
+    def add_node(self, name: str) -> int: ...
+    def add_link(
+        self,
+        src: int,
+        dst: int,
+        rate_bps: float,
+        delay_s: float,
+        queue_pkts: int | None = None,
+        queue_bytes: int | None = None,
+        random_drop: float = 0.0,
+    ) -> int:
+        """A one-way link with a drop-tail queue (packets or bytes; 1000 packets by default),
+        optionally with Bernoulli random drop in front of it."""
+    def dumbbell(
+        self,
+        pairs: int,
+        bottleneck_rate_bps: float = 10e6,
+        bottleneck_delay_s: float = 0.048,
+        queue_pkts: int = 83,
+        access_rate_bps: float = 1e9,
+        access_delays_s: list[float] | None = None,
+        random_drop: float = 0.0,
+    ) -> dict[str, Any]:
+        """The dissertation's dumbbell by default; returns ``senders``, ``receivers`` (node ids),
+        ``bottleneck`` and ``reverse`` (link ids)."""
+    def add_tcp_flow(
+        self,
+        src: int,
+        dst: int,
+        start_s: float = 0.0,
+        size_bytes: int | None = None,
+        cc: str = "newreno",
+        mss: int = 1448,
+        initial_cwnd_pkts: float = 10.0,
+        delayed_ack: bool = True,
+        sack: bool = True,
+        min_rto_s: float = 0.2,
+        dscp: int = 0,
+    ) -> int:
+        """A TCP flow; bulk when ``size_bytes`` is None."""
+    def add_coupling_group(self, kind: CouplerKind) -> int: ...
+    def couple(self, flow: int, group: int, priority: float) -> None: ...
+    def set_priority_at(self, t_s: float, flow: int, priority: float) -> None: ...
+    def sample_every(self, interval_s: float, links: list[int] = ...) -> None:
+        """Records every flow's cwnd/ssthresh/state/delivered bytes and the given links' queues."""
+    def run(self, until_s: float) -> None:
+        """Runs to ``until_s`` simulated seconds; releases the GIL."""
+    @property
+    def now_s(self) -> float: ...
+    def results(self) -> dict[str, Any]:
+        """Columns: ``flows``, ``links``, ``flow_samples``, ``queue_samples`` (dicts of lists);
+        ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``."""

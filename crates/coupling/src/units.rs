@@ -40,7 +40,7 @@ impl Instant {
         self.nanos
     }
     pub fn as_secs_f64(self) -> f64 {
-        self.nanos as f64 * 1e-9
+        self.nanos as f64 / 1e9
     }
     /// `self - earlier`, or zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Instant) -> Duration {
@@ -85,7 +85,7 @@ impl Duration {
         self.nanos
     }
     pub fn as_secs_f64(self) -> f64 {
-        self.nanos as f64 * 1e-9
+        self.nanos as f64 / 1e9
     }
     pub const fn saturating_mul(self, k: u64) -> Duration {
         Duration {

@@ -1,4 +1,4 @@
-//! `macroflow._native`: thin PyO3 bindings of the `coupling` crate. No logic of their own: each
+//! `macroflow._native`: thin PyO3 bindings of the `coupling` and `sim` crates. No logic of their own: each
 //! method converts its arguments, calls the crate, and converts the result or the error.
 //!
 //! Conventions (see `python/macroflow/_native.pyi`): flow, connection and group ids are `int`
@@ -8,6 +8,7 @@
 
 mod convert;
 mod fse;
+mod sim;
 mod tcb;
 mod tcp;
 
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tcp::TcpGroupView>()?;
     m.add_class::<tcb::PyTcbCache>()?;
     m.add_class::<tcb::TcbInit>()?;
+    sim::add(m)?;
     m.add(
         "FSE_ALGORITHMS",
         PyTuple::new(m.py(), fse::algorithm_names())?,

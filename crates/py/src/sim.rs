@@ -1,0 +1,477 @@
+//! Bindings of the packet-level simulator (`crates/sim`): build a topology, add TCP flows and
+//! coupling groups, run (the GIL is released), and read results as columns that
+//! `macroflow.sim` turns into Arrow tables.
+
+use crate::convert::unknown_name;
+use coupling::tcp::CouplerKind;
+use coupling::{Duration, Instant};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sim::net::queue::{Limit, QueueConfig};
+use sim::net::topology::{dumbbell, DumbbellConfig};
+use sim::net::{LinkConfig, LinkId, Network, NodeId};
+use sim::transport::cc::CcKind;
+use sim::transport::tcp::TcpConfig;
+use sim::{Sim, SimError, TcpFlowConfig};
+use std::sync::Mutex;
+
+pyo3::create_exception!(
+    macroflow,
+    SimulationError,
+    pyo3::exceptions::PyValueError,
+    "A simulation was built or run with an invalid parameter; the message names it."
+);
+
+/// No measurement yet (NaN in Rust) is None in Python: a null in Arrow.
+fn nan_none(x: f64) -> Option<f64> {
+    (!x.is_nan()).then_some(x)
+}
+
+fn sim_err(e: SimError) -> PyErr {
+    SimulationError::new_err(e.to_string())
+}
+
+fn secs(name: &str, s: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64("time", s).map_err(|_| {
+        SimulationError::new_err(format!("invalid {name}: got {s}, expected seconds >= 0"))
+    })
+}
+
+fn rate(name: &str, bps: f64) -> PyResult<u64> {
+    if (1.0..=1e15).contains(&bps) {
+        Ok(bps.round() as u64)
+    } else {
+        Err(SimulationError::new_err(format!(
+            "invalid {name}: got {bps}, expected a rate in bit/s in 1..=1e15"
+        )))
+    }
+}
+
+fn queue(
+    name: &str,
+    pkts: Option<usize>,
+    bytes: Option<u64>,
+    random_drop: f64,
+) -> PyResult<QueueConfig> {
+    let limit = match (pkts, bytes) {
+        (Some(p), None) => Limit::Packets(p),
+        (None, Some(b)) => Limit::Bytes(b),
+        (None, None) => Limit::Packets(1000),
+        (Some(_), Some(_)) => {
+            return Err(SimulationError::new_err(format!(
+                "{name}: give queue_pkts or queue_bytes, not both"
+            )))
+        }
+    };
+    let q = QueueConfig::DropTail(limit);
+    Ok(if random_drop != 0.0 {
+        QueueConfig::RandomDrop {
+            p: random_drop,
+            inner: Box::new(q),
+        }
+    } else {
+        q
+    })
+}
+
+enum State {
+    Building(Network),
+    Running(Box<Sim>),
+    Poisoned,
+}
+
+/// A simulation. Build the topology first (nodes, links, or `dumbbell`); adding the first flow
+/// fixes it and computes routes.
+#[pyclass(name = "Simulation", module = "macroflow._native")]
+pub struct PySimulation {
+    seed: u64,
+    state: Mutex<State>,
+}
+
+impl PySimulation {
+    fn with_net<T>(&self, f: impl FnOnce(&mut Network) -> Result<T, SimError>) -> PyResult<T> {
+        let mut st = self.state.lock().expect("not poisoned");
+        match &mut *st {
+            State::Building(net) => f(net).map_err(sim_err),
+            _ => Err(SimulationError::new_err(
+                "the topology is fixed once flows are added or the simulation has run",
+            )),
+        }
+    }
+
+    fn with_sim<T>(&self, f: impl FnOnce(&mut Sim) -> Result<T, SimError>) -> PyResult<T> {
+        let mut st = self.state.lock().expect("not poisoned");
+        if let State::Building(_) = &*st {
+            let State::Building(mut net) = std::mem::replace(&mut *st, State::Poisoned) else {
+                unreachable!()
+            };
+            net.compute_routes();
+            *st = State::Running(Box::new(Sim::new(net, self.seed).map_err(sim_err)?));
+        }
+        match &mut *st {
+            State::Running(sim) => f(sim).map_err(sim_err),
+            _ => Err(SimulationError::new_err(
+                "the simulation is unusable after an earlier failure",
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl PySimulation {
+    #[new]
+    #[pyo3(signature = (seed=1))]
+    fn new(seed: u64) -> Self {
+        PySimulation {
+            seed,
+            state: Mutex::new(State::Building(Network::default())),
+        }
+    }
+
+    fn add_node(&self, name: &str) -> PyResult<u32> {
+        self.with_net(|n| n.add_node(name).map(|id| id.0))
+    }
+
+    /// A one-way link; returns its id.
+    #[pyo3(signature = (src, dst, rate_bps, delay_s, queue_pkts=None, queue_bytes=None, random_drop=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_link(
+        &self,
+        src: u32,
+        dst: u32,
+        rate_bps: f64,
+        delay_s: f64,
+        queue_pkts: Option<usize>,
+        queue_bytes: Option<u64>,
+        random_drop: f64,
+    ) -> PyResult<u32> {
+        let cfg = LinkConfig {
+            rate_bps: rate("rate_bps", rate_bps)?,
+            delay: secs("delay_s", delay_s)?,
+            queue: queue("link", queue_pkts, queue_bytes, random_drop)?,
+        };
+        self.with_net(|n| n.add_link(NodeId(src), NodeId(dst), &cfg).map(|l| l.0))
+    }
+
+    /// The dissertation's dumbbell by default (10 Mbit/s, 48 ms, 83-packet queue; 1 Gbit/s, 1 ms
+    /// access). Returns {"senders", "receivers", "bottleneck", "reverse"}.
+    #[pyo3(signature = (pairs, bottleneck_rate_bps=10e6, bottleneck_delay_s=0.048, queue_pkts=83, access_rate_bps=1e9, access_delays_s=None, random_drop=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn dumbbell<'py>(
+        &self,
+        py: Python<'py>,
+        pairs: usize,
+        bottleneck_rate_bps: f64,
+        bottleneck_delay_s: f64,
+        queue_pkts: usize,
+        access_rate_bps: f64,
+        access_delays_s: Option<Vec<f64>>,
+        random_drop: f64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let delays = access_delays_s
+            .unwrap_or_else(|| vec![0.001; pairs])
+            .into_iter()
+            .map(|d| secs("access_delays_s", d))
+            .collect::<PyResult<Vec<_>>>()?;
+        let cfg = DumbbellConfig {
+            pairs,
+            bottleneck: LinkConfig {
+                rate_bps: rate("bottleneck_rate_bps", bottleneck_rate_bps)?,
+                delay: secs("bottleneck_delay_s", bottleneck_delay_s)?,
+                queue: queue("bottleneck", Some(queue_pkts), None, random_drop)?,
+            },
+            access_rate_bps: rate("access_rate_bps", access_rate_bps)?,
+            access_delays: delays,
+            access_queue: QueueConfig::drop_tail_pkts(10_000),
+        };
+        let d = self.with_net(|n| dumbbell(n, &cfg))?;
+        let out = PyDict::new(py);
+        out.set_item("senders", d.senders.iter().map(|n| n.0).collect::<Vec<_>>())?;
+        out.set_item(
+            "receivers",
+            d.receivers.iter().map(|n| n.0).collect::<Vec<_>>(),
+        )?;
+        out.set_item("bottleneck", d.bottleneck.0)?;
+        out.set_item("reverse", d.reverse.0)?;
+        Ok(out)
+    }
+
+    /// Adds a TCP flow from node `src` to node `dst`; returns its id.
+    #[pyo3(signature = (src, dst, start_s=0.0, size_bytes=None, cc="newreno", mss=1448, initial_cwnd_pkts=10.0, delayed_ack=true, sack=true, min_rto_s=0.2, dscp=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_tcp_flow(
+        &self,
+        src: u32,
+        dst: u32,
+        start_s: f64,
+        size_bytes: Option<u64>,
+        cc: &str,
+        mss: u32,
+        initial_cwnd_pkts: f64,
+        delayed_ack: bool,
+        sack: bool,
+        min_rto_s: f64,
+        dscp: u8,
+    ) -> PyResult<u32> {
+        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno"]))?;
+        let tcp = TcpConfig {
+            mss,
+            initial_cwnd_pkts,
+            delayed_ack,
+            sack,
+            min_rto: secs("min_rto_s", min_rto_s)?,
+            ..TcpConfig::default()
+        };
+        let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
+        let cfg = TcpFlowConfig {
+            src: NodeId(src),
+            dst: NodeId(dst),
+            start,
+            size_bytes,
+            cc: kind,
+            tcp,
+            dscp,
+        };
+        self.with_sim(|s| s.add_tcp_flow(cfg))
+    }
+
+    /// A coupling group running `kind` ("ccc", "ccc_handover", "etcp", "efcm"); returns its id.
+    fn add_coupling_group(&self, kind: &str) -> PyResult<usize> {
+        let k = CouplerKind::from_name(kind)
+            .ok_or_else(|| unknown_name("kind", kind, ["ccc", "ccc_handover", "etcp", "efcm"]))?;
+        self.with_sim(|s| Ok(s.add_coupling_group(k)))
+    }
+
+    fn couple(&self, flow: u32, group: usize, priority: f64) -> PyResult<()> {
+        self.with_sim(|s| s.couple(flow, group, priority))
+    }
+
+    fn set_priority_at(&self, t_s: f64, flow: u32, priority: f64) -> PyResult<()> {
+        let at = Instant::from_nanos(secs("t_s", t_s)?.as_nanos());
+        self.with_sim(|s| s.schedule_priority(at, flow, priority))
+    }
+
+    /// Records every flow's window and the given links' queues every `interval_s`.
+    #[pyo3(signature = (interval_s, links=Vec::new()))]
+    fn sample_every(&self, interval_s: f64, links: Vec<u32>) -> PyResult<()> {
+        let iv = secs("interval_s", interval_s)?;
+        let links: Vec<LinkId> = links.into_iter().map(LinkId).collect();
+        self.with_sim(|s| s.sample_every(iv, &links))
+    }
+
+    /// Runs until `until_s` simulated seconds, without holding the GIL.
+    fn run(&self, py: Python<'_>, until_s: f64) -> PyResult<()> {
+        let end = Instant::from_nanos(secs("until_s", until_s)?.as_nanos());
+        self.with_sim(|_| Ok(()))?;
+        py.detach(|| {
+            let mut st = self.state.lock().expect("not poisoned");
+            if let State::Running(sim) = &mut *st {
+                sim.run_until(end);
+            }
+        });
+        Ok(())
+    }
+
+    #[getter]
+    fn now_s(&self) -> PyResult<f64> {
+        let st = self.state.lock().expect("not poisoned");
+        Ok(match &*st {
+            State::Running(s) => s.now().as_secs_f64(),
+            _ => 0.0,
+        })
+    }
+
+    /// Results as columns: {"flows", "links", "flow_samples", "queue_samples"} (each a dict of
+    /// lists) and {"packets", "events", "duration_s"}.
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.with_sim(|s| Ok(s.results()))?;
+        let out = PyDict::new(py);
+        let flows = PyDict::new(py);
+        flows.set_item("flow", r.flows.iter().map(|f| f.flow).collect::<Vec<_>>())?;
+        flows.set_item(
+            "src",
+            r.flows.iter().map(|f| f.src.clone()).collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
+            "dst",
+            r.flows.iter().map(|f| f.dst.clone()).collect::<Vec<_>>(),
+        )?;
+        flows.set_item("cc", r.flows.iter().map(|f| f.cc).collect::<Vec<_>>())?;
+        flows.set_item(
+            "start_s",
+            r.flows.iter().map(|f| f.start_s).collect::<Vec<_>>(),
+        )?;
+        flows.set_item("fct_s", r.flows.iter().map(|f| f.fct_s).collect::<Vec<_>>())?;
+        flows.set_item(
+            "delivered_bytes",
+            r.flows
+                .iter()
+                .map(|f| f.delivered_bytes)
+                .collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
+            "goodput_bps",
+            r.flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
+            "data_pkts_sent",
+            r.flows.iter().map(|f| f.data_pkts_sent).collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
+            "retransmits",
+            r.flows.iter().map(|f| f.retransmits).collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
+            "timeouts",
+            r.flows.iter().map(|f| f.timeouts).collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
+            "fast_recoveries",
+            r.flows
+                .iter()
+                .map(|f| f.fast_recoveries)
+                .collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
+            "mean_rtt_s",
+            r.flows
+                .iter()
+                .map(|f| nan_none(f.mean_rtt_s))
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("flows", flows)?;
+        let links = PyDict::new(py);
+        links.set_item("link", r.links.iter().map(|l| l.link).collect::<Vec<_>>())?;
+        links.set_item(
+            "src",
+            r.links.iter().map(|l| l.from.clone()).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "dst",
+            r.links.iter().map(|l| l.to.clone()).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "rate_bps",
+            r.links.iter().map(|l| l.rate_bps).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "offered_pkts",
+            r.links.iter().map(|l| l.offered_pkts).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "dropped_pkts",
+            r.links.iter().map(|l| l.dropped_pkts).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "tx_pkts",
+            r.links.iter().map(|l| l.tx_pkts).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "tx_bytes",
+            r.links.iter().map(|l| l.tx_bytes).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "utilization",
+            r.links.iter().map(|l| l.utilization).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "loss_ratio",
+            r.links.iter().map(|l| l.loss_ratio).collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "mean_queue_pkts",
+            r.links
+                .iter()
+                .map(|l| l.mean_queue_pkts)
+                .collect::<Vec<_>>(),
+        )?;
+        links.set_item(
+            "max_queue_pkts",
+            r.links.iter().map(|l| l.max_queue_pkts).collect::<Vec<_>>(),
+        )?;
+        out.set_item("links", links)?;
+        let fs = PyDict::new(py);
+        fs.set_item(
+            "t_s",
+            r.flow_samples
+                .iter()
+                .map(|s| s.t_ns as f64 / 1e9)
+                .collect::<Vec<_>>(),
+        )?;
+        fs.set_item(
+            "flow",
+            r.flow_samples.iter().map(|s| s.flow).collect::<Vec<_>>(),
+        )?;
+        fs.set_item(
+            "cwnd_pkts",
+            r.flow_samples
+                .iter()
+                .map(|s| s.cwnd_pkts)
+                .collect::<Vec<_>>(),
+        )?;
+        fs.set_item(
+            "ssthresh_pkts",
+            r.flow_samples
+                .iter()
+                .map(|s| s.ssthresh_pkts)
+                .collect::<Vec<_>>(),
+        )?;
+        fs.set_item(
+            "state",
+            r.flow_samples
+                .iter()
+                .map(|s| s.state.name())
+                .collect::<Vec<_>>(),
+        )?;
+        fs.set_item(
+            "delivered_bytes",
+            r.flow_samples
+                .iter()
+                .map(|s| s.delivered_bytes)
+                .collect::<Vec<_>>(),
+        )?;
+        fs.set_item(
+            "srtt_s",
+            r.flow_samples
+                .iter()
+                .map(|s| nan_none(s.srtt_s))
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("flow_samples", fs)?;
+        let qs = PyDict::new(py);
+        qs.set_item(
+            "t_s",
+            r.queue_samples
+                .iter()
+                .map(|s| s.t_ns as f64 / 1e9)
+                .collect::<Vec<_>>(),
+        )?;
+        qs.set_item(
+            "link",
+            r.queue_samples.iter().map(|s| s.link).collect::<Vec<_>>(),
+        )?;
+        qs.set_item(
+            "pkts",
+            r.queue_samples.iter().map(|s| s.pkts).collect::<Vec<_>>(),
+        )?;
+        qs.set_item(
+            "bytes",
+            r.queue_samples.iter().map(|s| s.bytes).collect::<Vec<_>>(),
+        )?;
+        out.set_item("queue_samples", qs)?;
+        let pk = PyDict::new(py);
+        pk.set_item("created", r.packets.created)?;
+        pk.set_item("delivered", r.packets.delivered)?;
+        pk.set_item("dropped", r.packets.dropped)?;
+        pk.set_item("in_flight", r.packets.in_flight)?;
+        out.set_item("packets", pk)?;
+        out.set_item("events", r.events)?;
+        out.set_item("duration_s", r.duration_s)?;
+        Ok(out)
+    }
+}
+
+pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add_class::<PySimulation>()
+}

@@ -1,0 +1,100 @@
+"""The simulator from Python: a run, its Arrow tables, coupling, and errors that name the parameter."""
+
+import threading
+
+import pyarrow as pa
+import pytest
+
+import macroflow as mf
+from macroflow.sim import Simulation, SimulationError, tables
+
+
+def dumbbell_run(seed=1, until=30.0, coupled=None):
+    s = Simulation(seed=seed)
+    d = s.dumbbell(2)
+    flows = [s.add_tcp_flow(d["senders"][i], d["receivers"][i], start_s=0.01 * i) for i in range(2)]
+    if coupled:
+        g = s.add_coupling_group(coupled)
+        s.couple(flows[0], g, 0.75)
+        s.couple(flows[1], g, 0.25)
+    s.sample_every(0.1, [d["bottleneck"]])
+    s.run(until)
+    return s, d
+
+
+def test_a_run_fills_the_bottleneck_and_returns_arrow_tables():
+    s, d = dumbbell_run()
+    res = s.results()
+    t = tables(res)
+    assert set(t) == {"flows", "links", "flow_samples", "queue_samples"}
+    assert all(isinstance(v, pa.Table) for v in t.values())
+    links = t["links"].to_pylist()
+    bn = links[d["bottleneck"]]
+    assert bn["src"] == "R1" and bn["dst"] == "R2"
+    assert bn["utilization"] > 0.9
+    flows = t["flows"].to_pylist()
+    assert sum(f["goodput_bps"] for f in flows) > 0.85 * 10e6
+    p = res["packets"]
+    assert p["created"] == p["delivered"] + p["dropped"] + p["in_flight"]
+    assert t["queue_samples"].num_rows == 301
+    assert t["flows"].schema.metadata[b"duration_s"] == b"30.0"
+
+
+def test_same_seed_same_results():
+    a = dumbbell_run(seed=3, until=10)[0].results()
+    b = dumbbell_run(seed=3, until=10)[0].results()
+    assert a == b
+
+
+def test_coupled_flows_split_by_priority():
+    s, _ = dumbbell_run(coupled="ccc", until=40)
+    fs = tables(s.results())["flow_samples"].to_pylist()
+    by_t = {}
+    for r in fs:
+        if r["t_s"] > 5 and r["state"] != "FR":
+            by_t.setdefault(r["t_s"], {})[r["flow"]] = r["cwnd_pkts"]
+    ratios = sorted(v[0] / v[1] for v in by_t.values() if len(v) == 2)
+    assert ratios[len(ratios) // 2] == pytest.approx(3.0, rel=0.05)
+
+
+def test_run_releases_the_gil():
+    s = Simulation()
+    d = s.dumbbell(1)
+    s.add_tcp_flow(d["senders"][0], d["receivers"][0])
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            stop.wait(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    s.run(200.0)
+    stop.set()
+    t.join()
+    assert len(ticks) > 5, "the other thread ran while the simulation did"
+
+
+def test_invalid_parameters_name_the_parameter():
+    s = Simulation()
+    with pytest.raises(SimulationError, match=r"link\[0\]\.queue\.limit_pkts"):
+        s.dumbbell(1, queue_pkts=0)
+    with pytest.raises(SimulationError, match="bottleneck_rate_bps"):
+        Simulation().dumbbell(1, bottleneck_rate_bps=-5)
+    s = Simulation()
+    d = s.dumbbell(1)
+    with pytest.raises(SimulationError, match=r"flow\[0\]\.src.*99"):
+        s.add_tcp_flow(99, d["receivers"][0])
+    with pytest.raises(mf.InvalidValueError, match="cc"):
+        s.add_tcp_flow(d["senders"][0], d["receivers"][0], cc="vegas")
+    with pytest.raises(SimulationError, match=r"flow\[0\]\.tcp\.mss"):
+        s.add_tcp_flow(d["senders"][0], d["receivers"][0], mss=0)
+    f = s.add_tcp_flow(d["senders"][0], d["receivers"][0])
+    with pytest.raises(SimulationError, match="topology is fixed"):
+        s.add_node("late")
+    with pytest.raises(SimulationError, match="group"):
+        s.couple(f, 7, 1.0)
+    with pytest.raises(SimulationError, match="interval"):
+        s.sample_every(0.0)
