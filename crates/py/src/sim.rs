@@ -213,7 +213,7 @@ impl PySimulation {
         min_rto_s: f64,
         dscp: u8,
     ) -> PyResult<u32> {
-        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno"]))?;
+        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic"]))?;
         let tcp = TcpConfig {
             mss,
             initial_cwnd_pkts,

@@ -91,18 +91,21 @@ impl CongestionControl for NewReno {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcKind {
     NewReno,
+    Cubic,
 }
 
 impl CcKind {
     pub fn build(self) -> Box<dyn CongestionControl> {
         match self {
             CcKind::NewReno => Box::new(NewReno),
+            CcKind::Cubic => Box::new(crate::transport::cubic::Cubic::default()),
         }
     }
 
     pub fn from_name(name: &str) -> Option<CcKind> {
         match name {
             "newreno" | "reno" => Some(CcKind::NewReno),
+            "cubic" => Some(CcKind::Cubic),
             _ => None,
         }
     }

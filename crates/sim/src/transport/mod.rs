@@ -1,5 +1,6 @@
 //! Transport protocols: TCP (sender, receiver, congestion controllers).
 
 pub mod cc;
+pub mod cubic;
 pub mod sack;
 pub mod tcp;
