@@ -10,11 +10,12 @@
 //! itself: they are given `now` and append the packets to send to an [`Outbox`].
 
 use super::cc::{AckSample, CaState, CongestionControl, CwndEvent, TcpCc};
-use super::sack::Scoreboard;
+use super::sack::{insert_range, Scoreboard};
 use crate::error::SimError;
 use crate::packet::{Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
 use coupling::tcp::TcpState;
 use coupling::{Duration, Instant};
+use std::collections::BTreeMap;
 
 /// Per-connection TCP parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -141,7 +142,6 @@ pub struct TcpSender {
     sb: Scoreboard,
     /// RFC 6675 HighRxt: the end of the highest segment retransmitted in this recovery.
     high_rxt: u64,
-    lost: Vec<u64>,
     srtt: Option<f64>,
     rttvar: f64,
     rto: Duration,
@@ -179,7 +179,6 @@ impl TcpSender {
             dupacks: 0,
             sb: Scoreboard::default(),
             high_rxt: 0,
-            lost: Vec::new(),
             srtt: None,
             rttvar: 0.0,
             rto: cfg.initial_rto,
@@ -356,32 +355,20 @@ impl TcpSender {
     /// RFC 6675 sec. 5 step (C): while cwnd - pipe >= 1 SMSS, send NextSeg().
     fn send_in_sack_recovery(&mut self, now: Instant, out: &mut Outbox) {
         let mss = self.cfg.mss as u64;
-        let mut lost = std::mem::take(&mut self.lost);
-        let mut pipe = self.sb.set_pipe(
-            self.snd_una,
-            self.snd_max,
-            self.high_rxt,
-            mss,
-            self.cfg.dupthresh,
-            &mut lost,
-        );
+        let lost = self.sb.lost_below(mss, self.cfg.dupthresh);
+        let lost_below = lost.0;
+        let mut pipe = self.sb.pipe(self.snd_una, self.snd_max, lost);
         let wnd = self.window_bytes();
         let high_sacked = self.sb.high_sacked();
-        let mut li = 0;
         while pipe + mss <= wnd {
-            // Rule 1: the first lost segment above HighRxt and below the highest SACKed byte.
-            while li < lost.len() && lost[li] < self.high_rxt {
-                li += 1;
-            }
-            let seq = if li < lost.len() && lost[li] < high_sacked {
-                li += 1;
-                lost[li - 1]
+            let from = self.high_rxt.max(self.snd_una);
+            let seq = if let Some(s) = self.sb.first_hole(from, lost_below.min(high_sacked)) {
+                // Rule 1: the first lost hole above HighRxt, below the highest SACKed byte.
+                s
             } else if self.has_new_data() {
                 // Rule 2: new data.
                 self.snd_max
-            } else if let Some(s) =
-                self.first_unsacked_from(self.high_rxt.max(self.snd_una), high_sacked)
-            {
+            } else if let Some(s) = self.sb.first_hole(from, high_sacked.min(self.snd_max)) {
                 // Rule 3: an unSACKed segment below the highest SACKed byte.
                 s
             } else {
@@ -394,23 +381,10 @@ impl TcpSender {
                 self.snd_nxt = self.snd_max;
             } else {
                 self.high_rxt = self.high_rxt.max(seq + len);
+                self.sb.on_retransmit(seq, seq + len);
             }
             pipe += len;
         }
-        self.lost = lost;
-    }
-
-    fn first_unsacked_from(&self, from: u64, below: u64) -> Option<u64> {
-        let mss = self.cfg.mss as u64;
-        let mut seq = self.snd_una + (from.saturating_sub(self.snd_una)).div_ceil(mss) * mss;
-        while seq < below && seq < self.snd_max {
-            let len = self.seg_len(seq);
-            if !self.sb.is_sacked(seq, seq + len) {
-                return Some(seq);
-            }
-            seq += len;
-        }
-        None
     }
 
     /// Enters fast recovery: RFC 6675 sec. 5 with SACK, RFC 6582 step 2 without.
@@ -426,6 +400,7 @@ impl TcpSender {
         if self.cfg.sack {
             self.tp.cwnd = self.tp.ssthresh;
             self.high_rxt = first + self.seg_len(first);
+            self.sb.on_retransmit(first, self.high_rxt);
         } else {
             self.tp.cwnd = self.tp.ssthresh + self.cfg.dupthresh as f64;
         }
@@ -468,6 +443,7 @@ impl TcpSender {
                         self.tp.cwnd = self.tp.ssthresh.min(self.flight_pkts() + 1.0);
                     }
                     self.dupacks = 0;
+                    self.sb.clear_retransmissions();
                     self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery if self.cfg.sack => {
@@ -536,6 +512,7 @@ impl TcpSender {
         self.tp.cwnd = 1.0;
         self.recover = Some(self.snd_max.saturating_sub(1));
         self.snd_nxt = self.snd_una; // go-back-N
+        self.sb.clear_retransmissions();
         self.dupacks = 0;
         self.set_ca_state(CaState::Loss);
         self.rto = self.rto.saturating_mul(2).min(self.cfg.max_rto);
@@ -556,8 +533,8 @@ pub struct TcpReceiver {
     cfg: TcpConfig,
     ep: Endpoints,
     rcv_nxt: u64,
-    /// Out-of-order ranges received, disjoint and sorted.
-    ooo: Vec<(u64, u64)>,
+    /// Out-of-order ranges received: start -> end, disjoint.
+    ooo: BTreeMap<u64, u64>,
     /// The most recently received out-of-order range start (reported first, RFC 2018).
     last_ooo: Option<u64>,
     unacked_segments: u32,
@@ -572,7 +549,7 @@ impl TcpReceiver {
             cfg,
             ep,
             rcv_nxt: 0,
-            ooo: Vec::new(),
+            ooo: BTreeMap::new(),
             last_ooo: None,
             unacked_segments: 0,
             delack_deadline: None,
@@ -591,20 +568,8 @@ impl TcpReceiver {
     }
 
     fn insert_ooo(&mut self, start: u64, end: u64) {
-        let mut s = start;
-        let mut e = end;
-        self.ooo.retain(|&(a, b)| {
-            if b < s || a > e {
-                true
-            } else {
-                s = s.min(a);
-                e = e.max(b);
-                false
-            }
-        });
-        let pos = self.ooo.partition_point(|&(a, _)| a < s);
-        self.ooo.insert(pos, (s, e));
-        self.last_ooo = Some(s);
+        insert_range(&mut self.ooo, start, end);
+        self.last_ooo = Some(start);
     }
 
     fn send_ack(&mut self, now: Instant, out: &mut Outbox) {
@@ -622,24 +587,22 @@ impl TcpReceiver {
         p.dscp = self.ep.dscp;
         p.hash = self.ep.hash;
         if self.cfg.sack && !self.ooo.is_empty() {
-            // The block with the most recent segment first, then the others in order.
+            // RFC 2018: the block holding the most recent segment first, then the others from the
+            // lowest up.
+            let recent = self
+                .last_ooo
+                .and_then(|x| self.ooo.range(..=x).next_back())
+                .map(|(&a, &b)| (a, b));
             let mut n = 0;
-            if let Some(first) = self
-                .ooo
-                .iter()
-                .find(|(a, b)| self.last_ooo.is_some_and(|s| s >= *a && s < *b))
-            {
-                p.sack[0] = SackBlock {
-                    start: first.0,
-                    end: first.1,
-                };
+            if let Some((a, b)) = recent {
+                p.sack[0] = SackBlock { start: a, end: b };
                 n = 1;
             }
-            for &(a, b) in &self.ooo {
+            for (&a, &b) in &self.ooo {
                 if n == MAX_SACK_BLOCKS {
                     break;
                 }
-                if n == 1 && p.sack[0].start == a {
+                if recent.is_some_and(|(ra, _)| ra == a) {
                     continue;
                 }
                 p.sack[n] = SackBlock { start: a, end: b };
@@ -673,12 +636,12 @@ impl TcpReceiver {
         // In order (possibly overlapping what we have).
         self.rcv_nxt = end;
         let filled_hole = !self.ooo.is_empty();
-        while let Some(&(a, b)) = self.ooo.first() {
+        while let Some((&a, &b)) = self.ooo.first_key_value() {
             if a > self.rcv_nxt {
                 break;
             }
             self.rcv_nxt = self.rcv_nxt.max(b);
-            self.ooo.remove(0);
+            self.ooo.remove(&a);
         }
         if filled_hole || !self.cfg.delayed_ack {
             self.send_ack(now, out);
