@@ -57,7 +57,7 @@ impl Scoreboard {
         for b in blocks {
             if b.end > b.start && b.end > snd_una {
                 let (start, end) = (b.start.max(snd_una), b.end);
-                self.total = self.total + insert_range(&mut self.ranges, start, end);
+                self.total += insert_range(&mut self.ranges, start, end);
                 // Retransmitted segments now SACKed have left the network.
                 let gone: Vec<u64> = self
                     .retx
