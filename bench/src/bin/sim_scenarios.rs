@@ -10,7 +10,8 @@
 //! Flows start at random times in the first 100 ms (seeded). TCP: IW 10, delayed ACKs (every
 //! second segment, 200 ms timer), SACK, minimum RTO 200 ms, no pacing.
 //!
-//! Usage: `sim_scenarios --scenario A [--duration SECONDS] [--seed N]`.
+//! Usage: `sim_scenarios --scenario A [--duration SECONDS] [--seed N] [--starts S1,S2,...]`
+//! (`--starts`: each flow's start time in seconds, so a peer can be given the same ones).
 
 use coupling::{Duration, Instant};
 use rand::RngExt;
@@ -110,9 +111,23 @@ fn main() {
     };
     let d = dumbbell(&mut net, &cfg).expect("valid scenario");
     let mut sim = Sim::new(net, seed).expect("routed");
+    let starts: Option<Vec<f64>> = arg("--starts").map(|s| {
+        let v: Vec<f64> = s
+            .split(',')
+            .map(|x| x.trim().parse().expect("--starts: seconds"))
+            .collect();
+        if v.len() != sc.flows {
+            eprintln!("--starts: {} times for {} flows", v.len(), sc.flows);
+            std::process::exit(2);
+        }
+        v
+    });
     for i in 0..sc.flows {
         let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
-        f.start = Instant::from_nanos(sim.rng().random_range(0..100_000_000));
+        f.start = match &starts {
+            Some(v) => Instant::from_nanos((v[i] * 1e9).round() as u64),
+            None => Instant::from_nanos(sim.rng().random_range(0..100_000_000)),
+        };
         sim.add_tcp_flow(f).expect("valid flow");
     }
     let end = Instant::from_nanos((sc.duration_s * 1e9).round() as u64);
