@@ -5,9 +5,10 @@ use coupling::{Duration, Instant};
 use sim::net::queue::QueueConfig;
 use sim::net::topology::{dumbbell, DumbbellConfig};
 use sim::net::{LinkConfig, Network};
+use sim::transport::cc::CcKind;
 use sim::{Sim, TcpFlowConfig};
 
-fn reno_under_loss(p: f64, seconds: u64, seed: u64) -> (f64, f64) {
+fn under_loss(cc: CcKind, p: f64, seconds: u64, seed: u64) -> (f64, f64, f64) {
     let mut net = Network::default();
     // 1 Gbit/s everywhere: the window, not the link, limits the flow, so nothing queues.
     let cfg = DumbbellConfig {
@@ -26,14 +27,17 @@ fn reno_under_loss(p: f64, seconds: u64, seed: u64) -> (f64, f64) {
     };
     let d = dumbbell(&mut net, &cfg).unwrap();
     let mut sim = Sim::new(net, seed).unwrap();
-    let f = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
+    let mut f = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
+    f.cc = cc;
     let mss = f.tcp.mss as f64;
     sim.add_tcp_flow(f).unwrap();
     sim.run_until(Instant::from_secs(seconds));
     let r = sim.results();
     let rtt = r.flows[0].mean_rtt_s;
     let eq5 = (3.0f64 / 4.0).sqrt() * mss * 8.0 / (p.sqrt() * rtt);
-    (r.flows[0].goodput_bps, eq5)
+    // Eq. 6: E[cwnd] = 1.17 (RTT / p)^(3/4), RTT in seconds.
+    let eq6 = 1.17 * (rtt / p).powf(0.75) * mss * 8.0 / rtt;
+    (r.flows[0].goodput_bps, eq5, eq6)
 }
 
 #[test]
@@ -41,7 +45,9 @@ fn reno_throughput_follows_eq5_under_random_loss() {
     for (p, secs) in [(1e-4, 3000), (1e-3, 1000), (1e-2, 1000)] {
         // Four seeds: the mean over several independent runs, as one long run has few loss events
         // at p = 1e-4 (one every ~12 s).
-        let runs: Vec<(f64, f64)> = (1..=4).map(|seed| reno_under_loss(p, secs, seed)).collect();
+        let runs: Vec<(f64, f64, f64)> = (1..=4)
+            .map(|seed| under_loss(CcKind::NewReno, p, secs, seed))
+            .collect();
         let got = runs.iter().map(|r| r.0).sum::<f64>() / 4.0;
         let eq5 = runs.iter().map(|r| r.1).sum::<f64>() / 4.0;
         let err = (got - eq5) / eq5;
@@ -54,6 +60,31 @@ fn reno_throughput_follows_eq5_under_random_loss() {
         assert!(
             err.abs() < 0.15,
             "p = {p}: {got} vs Eq. 5 {eq5} ({:+.1}%)",
+            err * 100.0
+        );
+    }
+}
+
+/// CUBIC under Bernoulli loss against seed 001 Eq. 6, where its TCP-friendly region does not
+/// dominate (RTT 100 ms; seed 001 used p = 3.4e-4 for a 10 Mbit/s target).
+#[test]
+fn cubic_throughput_follows_eq6_under_random_loss() {
+    for (p, secs) in [(1e-4, 2000), (3.4e-4, 1000)] {
+        let runs: Vec<(f64, f64, f64)> = (1..=4)
+            .map(|seed| under_loss(CcKind::Cubic, p, secs, seed))
+            .collect();
+        let got = runs.iter().map(|r| r.0).sum::<f64>() / 4.0;
+        let eq6 = runs.iter().map(|r| r.2).sum::<f64>() / 4.0;
+        let err = (got - eq6) / eq6;
+        println!(
+            "CUBIC p = {p:e}: goodput {:.3} Mbit/s, Eq. 6 {:.3} Mbit/s, error {:+.1}%",
+            got / 1e6,
+            eq6 / 1e6,
+            err * 100.0
+        );
+        assert!(
+            err.abs() < 0.20,
+            "p = {p}: {got} vs Eq. 6 {eq6} ({:+.1}%)",
             err * 100.0
         );
     }

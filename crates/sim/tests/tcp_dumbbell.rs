@@ -105,3 +105,21 @@ fn finite_flow_completes_with_an_fct() {
     assert_eq!(sim.packet_counts().in_flight, 0);
     conserved(&sim);
 }
+
+#[test]
+fn memory_is_flat_in_simulated_time() {
+    let (mut sim, d) = setup(4, 9);
+    for i in 0..4 {
+        sim.add_tcp_flow(TcpFlowConfig::bulk(d.senders[i], d.receivers[i]))
+            .unwrap();
+    }
+    sim.run_until(Instant::from_secs(60));
+    let pool = sim.packet_pool_capacity();
+    sim.run_until(Instant::from_secs(600));
+    assert_eq!(
+        sim.packet_pool_capacity(),
+        pool,
+        "the packet pool did not grow after the first minute"
+    );
+    conserved(&sim);
+}
