@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test bench clean
+.PHONY: run test build deps lint rust-test py-test bench bench-sim clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -41,6 +41,11 @@ test: lint rust-test py-test
 bench:
 	$(CARGO) bench -p macroflow-bench
 	python3 bench/report_coupling.py
+
+# The simulator against ns-2 and ns-3 on the issue-3 dumbbells (installs the peers first).
+bench-sim: deps
+	bash bench/peers/install.sh
+	$(PY) bench/sim_vs_peers.py
 
 clean:
 	$(CARGO) clean
