@@ -401,16 +401,17 @@ impl FseGroup {
         self.out.clear();
         let s_p = self.s_p.value();
         let scale = if s_p > 0.0 { self.s_cr / s_p } else { 0.0 };
-        let mut sum = RunningSum::default();
+        // A fresh sum of non-negative terms: plain addition is accurate here.
+        let mut sum = 0.0;
         for e in &mut self.flows {
             e.fse_rate = e.desired.min(e.priority * scale);
-            sum.add(e.fse_rate);
+            sum += e.fse_rate;
             self.out.push(Assignment {
                 flow: e.id,
                 rate_bps: e.fse_rate,
             });
         }
-        self.sum_fse_r = sum;
+        self.sum_fse_r = RunningSum::from_value(sum);
     }
 
     fn set_fse_rate(&mut self, i: usize, rate: f64) {

@@ -223,6 +223,11 @@ impl RunningSum {
         self.sum + self.comp
     }
 
+    /// A sum that starts at `v`.
+    pub fn from_value(v: f64) -> Self {
+        RunningSum { sum: v, comp: 0.0 }
+    }
+
     /// The compensated sum of `values`, to restart from.
     pub fn of(values: impl IntoIterator<Item = f64>) -> Self {
         let mut s = RunningSum::default();
