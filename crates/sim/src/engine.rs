@@ -10,6 +10,7 @@ use crate::error::SimError;
 use crate::net::queue::QItem;
 use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
+use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
 use crate::rng::{seeded, SimRng};
 use crate::stats::{FlowSample, FlowSummary, LinkSummary, QueueSample, Results};
 use crate::transport::cc::CcKind;
@@ -18,6 +19,7 @@ use coupling::tcp::{CouplerKind, Release, TcpCoupler, TcpUpdate};
 use coupling::{Duration, FlowId, Instant};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::io::Write;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -108,6 +110,24 @@ pub struct Sim {
     flow_samples: Vec<FlowSample>,
     queue_samples: Vec<QueueSample>,
     priority_changes: Vec<(u32, f64)>,
+    /// pcap captures of chosen links: packets as they start serialization on the link.
+    captures: Vec<Capture>,
+}
+
+struct Capture {
+    link: LinkId,
+    writer: PcapWriter<Box<dyn Write + Send>>,
+    /// The first write error; reported by `flush_captures`, so a full disk cannot change the run.
+    error: Option<String>,
+}
+
+impl std::fmt::Debug for Capture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture")
+            .field("link", &self.link)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sim {
@@ -138,6 +158,7 @@ impl Sim {
             flow_samples: Vec::new(),
             queue_samples: Vec::new(),
             priority_changes: Vec::new(),
+            captures: Vec::new(),
         })
     }
 
@@ -178,6 +199,40 @@ impl Sim {
         }
         self.sample_interval = Some(interval);
         self.monitored_links = links.to_vec();
+        Ok(())
+    }
+
+    /// Captures every packet `link` transmits into a pcap file written to `out` (headers only,
+    /// nanosecond timestamps, raw IPv4: `tshark -r` reads it).
+    pub fn capture(&mut self, link: LinkId, out: Box<dyn Write + Send>) -> Result<(), SimError> {
+        if link.0 as usize >= self.net.links.len() {
+            return Err(SimError::invalid(
+                "capture.link",
+                link.0,
+                "an existing link",
+            ));
+        }
+        let writer = PcapWriter::new(out, DEFAULT_SNAPLEN)
+            .map_err(|e| SimError::invalid("capture.file", e, "a writable file"))?;
+        self.captures.push(Capture {
+            link,
+            writer,
+            error: None,
+        });
+        Ok(())
+    }
+
+    /// Flushes the pcap captures.
+    pub fn flush_captures(&mut self) -> Result<(), SimError> {
+        for c in &mut self.captures {
+            let name = format!("capture[link {}]", c.link.0);
+            if let Some(e) = &c.error {
+                return Err(SimError::invalid(name, e, "a writable file"));
+            }
+            c.writer
+                .flush()
+                .map_err(|e| SimError::invalid(name, e, "a writable file"))?;
+        }
         Ok(())
     }
 
@@ -405,6 +460,19 @@ impl Sim {
     }
 
     fn start_tx(&mut self, link: LinkId, id: PacketId, size: u32) {
+        if !self.captures.is_empty() {
+            let t = self.now.as_nanos();
+            let p = *self.pool.get(id);
+            for c in self
+                .captures
+                .iter_mut()
+                .filter(|c| c.link == link && c.error.is_none())
+            {
+                if let Err(e) = c.writer.write(t, &p) {
+                    c.error = Some(e.to_string());
+                }
+            }
+        }
         let l = &mut self.net.links[link.0 as usize];
         l.transmitting = Some(id);
         let tx = l.tx_time(size);

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error;
 pub mod net;
 pub mod packet;
+pub mod pcap;
 pub mod rng;
 pub mod stats;
 pub mod transport;

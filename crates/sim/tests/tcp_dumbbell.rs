@@ -127,3 +127,52 @@ fn memory_is_flat_in_simulated_time() {
     assert!(marks[3] < 83 + 83 + 2 * 83, "{marks:?}");
     conserved(&sim);
 }
+
+/// A capture of the bottleneck that tshark reads: as many TCP packets as the link sent.
+#[test]
+fn pcap_capture_of_the_bottleneck_reads_in_tshark() {
+    let (mut sim, d) = setup(2, 1);
+    for i in 0..2 {
+        sim.add_tcp_flow(TcpFlowConfig::bulk(d.senders[i], d.receivers[i]))
+            .unwrap();
+    }
+    let path =
+        std::env::temp_dir().join(format!("macroflow-bottleneck-{}.pcap", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    sim.capture(d.bottleneck, Box::new(std::io::BufWriter::new(file)))
+        .unwrap();
+    sim.run_until(Instant::from_secs(2));
+    sim.flush_captures().unwrap();
+    let sent = sim.results().links[d.bottleneck.0 as usize].tx_pkts;
+    if std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipped: tshark not installed (apt-get install tshark)");
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    let out = std::process::Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&path)
+        .args(["-T", "fields", "-e", "ip.src", "-e", "tcp.seq_raw"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.len() as u64,
+        sent,
+        "tshark read every packet the bottleneck sent"
+    );
+    let senders: std::collections::BTreeSet<&str> =
+        lines.iter().filter_map(|l| l.split('\t').next()).collect();
+    assert_eq!(senders.len(), 2, "both senders' packets: {senders:?}");
+}
