@@ -98,3 +98,19 @@ def test_invalid_parameters_name_the_parameter():
         s.couple(f, 7, 1.0)
     with pytest.raises(SimulationError, match="interval"):
         s.sample_every(0.0)
+
+
+def test_pcap_capture_from_python(tmp_path):
+    s = Simulation()
+    d = s.dumbbell(1)
+    s.add_tcp_flow(d["senders"][0], d["receivers"][0])
+    path = tmp_path / "bn.pcap"
+    s.capture(d["bottleneck"], path)
+    s.run(1.0)
+    s.flush_captures()
+    data = path.read_bytes()
+    assert data[:4] == bytes.fromhex("4d3cb2a1"), "nanosecond pcap magic, little-endian"
+    sent = s.results()["links"]["tx_pkts"][d["bottleneck"]]
+    assert sent > 100
+    with pytest.raises(SimulationError, match="capture"):
+        s.capture(d["bottleneck"], tmp_path / "no" / "such" / "dir.pcap")

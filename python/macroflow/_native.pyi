@@ -13,6 +13,7 @@ Conventions used throughout:
 """
 
 from ipaddress import IPv4Address, IPv6Address
+import os
 from typing import Any, Final, Literal, Optional, Union
 
 __version__: Final[str]
@@ -513,6 +514,10 @@ class Simulation:
     def set_priority_at(self, t_s: float, flow: int, priority: float) -> None: ...
     def sample_every(self, interval_s: float, links: list[int] = ...) -> None:
         """Records every flow's cwnd/ssthresh/state/delivered bytes and the given links' queues."""
+    def capture(self, link: int, path: str | os.PathLike[str]) -> None:
+        """Captures every packet the link transmits into a pcap file (headers only, nanosecond
+        timestamps, raw IPv4); complete after :meth:`flush_captures`."""
+    def flush_captures(self) -> None: ...
     def run(self, until_s: float) -> None:
         """Runs to ``until_s`` simulated seconds; releases the GIL."""
     @property

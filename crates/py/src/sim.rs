@@ -213,7 +213,8 @@ impl PySimulation {
         min_rto_s: f64,
         dscp: u8,
     ) -> PyResult<u32> {
-        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic"]))?;
+        let kind =
+            CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic"]))?;
         let tcp = TcpConfig {
             mss,
             initial_cwnd_pkts,
@@ -257,6 +258,19 @@ impl PySimulation {
         let iv = secs("interval_s", interval_s)?;
         let links: Vec<LinkId> = links.into_iter().map(LinkId).collect();
         self.with_sim(|s| s.sample_every(iv, &links))
+    }
+
+    /// Captures every packet `link` transmits into the pcap file at `path` (headers only,
+    /// nanosecond timestamps, raw IPv4). The file is complete after `flush_captures()`.
+    fn capture(&self, link: u32, path: std::path::PathBuf) -> PyResult<()> {
+        let file = std::fs::File::create(&path).map_err(|e| {
+            SimulationError::new_err(format!("capture: cannot create {}: {e}", path.display()))
+        })?;
+        self.with_sim(|s| s.capture(LinkId(link), Box::new(std::io::BufWriter::new(file))))
+    }
+
+    fn flush_captures(&self) -> PyResult<()> {
+        self.with_sim(|s| s.flush_captures())
     }
 
     /// Runs until `until_s` simulated seconds, without holding the GIL.
