@@ -12,7 +12,9 @@ use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
 use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
 use crate::rng::{seeded, SimRng};
-use crate::stats::{FlowSample, FlowSummary, LinkSummary, QueueSample, Results};
+use crate::stats::{
+    FlowSample, FlowSummary, LinkSummary, PacketEvent, PacketEventKind, QueueSample, Results,
+};
 use crate::transport::cc::CcKind;
 use crate::transport::tcp::{Endpoints, Outbox, TcpConfig, TcpReceiver, TcpSender};
 use coupling::tcp::{CouplerKind, Release, TcpCoupler, TcpUpdate};
@@ -112,6 +114,7 @@ pub struct Sim {
     priority_changes: Vec<(u32, f64)>,
     /// pcap captures of chosen links: packets as they start serialization on the link.
     captures: Vec<Capture>,
+    trace: Option<Vec<PacketEvent>>,
 }
 
 struct Capture {
@@ -159,6 +162,7 @@ impl Sim {
             queue_samples: Vec::new(),
             priority_changes: Vec::new(),
             captures: Vec::new(),
+            trace: None,
         })
     }
 
@@ -220,6 +224,26 @@ impl Sim {
             error: None,
         });
         Ok(())
+    }
+
+    /// Records every packet's enqueue, drop, transmission and delivery (memory grows with the run).
+    pub fn trace_packets(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    fn trace_event(&mut self, kind: PacketEventKind, link: u32, p: &Packet) {
+        if let Some(t) = &mut self.trace {
+            t.push(PacketEvent {
+                t_ns: self.now.as_nanos(),
+                kind,
+                link,
+                flow: p.flow,
+                packet: p.kind,
+                seq: p.seq,
+                ack: p.ack,
+                size_bytes: p.size_bytes,
+            });
+        }
     }
 
     /// Flushes the pcap captures.
@@ -432,15 +456,15 @@ impl Sim {
         self.enqueue(link, id);
     }
 
+    /// Offers a packet to a link: every packet goes through the queue discipline (so RED's average,
+    /// a marker's meter and random drop see all arrivals, as in ns-2), and an idle link takes it
+    /// straight back out.
     fn enqueue(&mut self, link: LinkId, id: PacketId) {
         let p = *self.pool.get(id);
         let now = self.now;
+        self.trace_event(PacketEventKind::Enqueue, link.0, &p);
         let l = &mut self.net.links[link.0 as usize];
         l.stats.offered_pkts += 1;
-        if l.transmitting.is_none() {
-            self.start_tx(link, id, p.size_bytes);
-            return;
-        }
         l.account_queue(now);
         let item = QItem {
             id,
@@ -450,16 +474,32 @@ impl Sim {
             color: p.color,
         };
         let dropped = l.queue.enqueue(item, now, &mut self.rng);
-        l.note_queue_len();
         if let Some(d) = dropped {
+            if self.trace.is_some() {
+                let dp = *self.pool.get(d.id);
+                self.trace_event(PacketEventKind::Drop, link.0, &dp);
+            }
+            let l = &mut self.net.links[link.0 as usize];
             l.stats.dropped_pkts += 1;
             l.stats.dropped_bytes += d.size_bytes as u64;
             self.counts.dropped += 1;
             self.pool.free(d.id);
         }
+        let l = &mut self.net.links[link.0 as usize];
+        if l.transmitting.is_none() {
+            if let Some(next) = l.queue.dequeue(now) {
+                self.start_tx(link, next.id, next.size_bytes);
+            }
+        } else {
+            l.note_queue_len();
+        }
     }
 
     fn start_tx(&mut self, link: LinkId, id: PacketId, size: u32) {
+        if self.trace.is_some() {
+            let p = *self.pool.get(id);
+            self.trace_event(PacketEventKind::Transmit, link.0, &p);
+        }
         if !self.captures.is_empty() {
             let t = self.now.as_nanos();
             let p = *self.pool.get(id);
@@ -516,6 +556,7 @@ impl Sim {
     fn deliver(&mut self, id: PacketId) {
         let p = self.pool.free(id);
         self.counts.delivered += 1;
+        self.trace_event(PacketEventKind::Deliver, u32::MAX, &p);
         let f = p.flow;
         match p.kind {
             PacketKind::TcpData => {
@@ -775,6 +816,7 @@ impl Sim {
             links,
             flow_samples: self.flow_samples.clone(),
             queue_samples: self.queue_samples.clone(),
+            packet_events: self.trace.clone().unwrap_or_default(),
             packets: self.packet_counts(),
             events: self.events_run,
         }

@@ -13,6 +13,7 @@ pub mod packet;
 pub mod pcap;
 pub mod rng;
 pub mod stats;
+pub mod traffic;
 pub mod transport;
 
 pub use engine::{Sim, TcpFlowConfig};

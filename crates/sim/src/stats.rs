@@ -24,6 +24,43 @@ pub struct QueueSample {
     pub bytes: u64,
 }
 
+/// What happened to a packet (the optional per-packet trace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketEventKind {
+    /// Queued at a link (or sent straight away if the link was idle).
+    Enqueue,
+    /// Dropped by the link's queue.
+    Drop,
+    /// Serialization onto the link started.
+    Transmit,
+    /// Reached its destination node.
+    Deliver,
+}
+
+impl PacketEventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PacketEventKind::Enqueue => "enqueue",
+            PacketEventKind::Drop => "drop",
+            PacketEventKind::Transmit => "transmit",
+            PacketEventKind::Deliver => "deliver",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PacketEvent {
+    pub t_ns: u64,
+    pub kind: PacketEventKind,
+    /// The link (enqueue, drop, transmit) or `u32::MAX` (deliver).
+    pub link: u32,
+    pub flow: u32,
+    pub packet: crate::packet::PacketKind,
+    pub seq: u64,
+    pub ack: u64,
+    pub size_bytes: u32,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowSummary {
     pub flow: u32,
@@ -109,6 +146,8 @@ pub struct Results {
     pub links: Vec<LinkSummary>,
     pub flow_samples: Vec<FlowSample>,
     pub queue_samples: Vec<QueueSample>,
+    /// The per-packet trace, if it was turned on.
+    pub packet_events: Vec<PacketEvent>,
     pub packets: PacketCounts,
     pub events: u64,
 }

@@ -132,3 +132,50 @@ fn fig_9_3_handover_joins_without_a_burst() {
         "no spike with the handover: {pre_c} -> {q_clocked}"
     );
 }
+
+/// Priorities change during the run (seed 003 Fig. 5.13 for the FSE, 9.12 for TCP): the split of
+/// the aggregate window follows.
+#[test]
+fn priority_changes_during_the_run_move_the_split() {
+    let (mut sim, d) = setup(2);
+    let g = sim.add_coupling_group(CouplerKind::Ccc { handover: false });
+    let f1 = sim
+        .add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0]))
+        .unwrap();
+    let f2 = sim
+        .add_tcp_flow(TcpFlowConfig::bulk(d.senders[1], d.receivers[1]))
+        .unwrap();
+    sim.couple(f1, g, 1.0).unwrap();
+    sim.couple(f2, g, 1.0).unwrap();
+    sim.schedule_priority(Instant::from_secs(30), f1, 0.25)
+        .unwrap();
+    sim.sample_every(Duration::from_millis(100), &[]).unwrap();
+    sim.run_until(Instant::from_secs(60));
+    let r = sim.results();
+    let median_ratio = |from: f64, to: f64| {
+        let mut v: Vec<f64> = r
+            .flow_samples
+            .iter()
+            .filter(|s| s.flow == 0 && (s.t_ns as f64) > from * 1e9 && (s.t_ns as f64) < to * 1e9)
+            .filter_map(|s1| {
+                let s2 = r
+                    .flow_samples
+                    .iter()
+                    .find(|s| s.flow == 1 && s.t_ns == s1.t_ns)?;
+                (s1.state != TcpState::FastRecovery && s2.state != TcpState::FastRecovery)
+                    .then(|| s1.cwnd_pkts / s2.cwnd_pkts)
+            })
+            .collect();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let before = median_ratio(5.0, 29.0);
+    let after = median_ratio(32.0, 59.0);
+    assert!((before - 1.0).abs() < 0.05, "equal priorities: {before}");
+    assert!((after - 0.25).abs() < 0.02, "priority 0.25 vs 1: {after}");
+    assert!(
+        sim.schedule_priority(Instant::from_secs(70), 9, 1.0)
+            .is_err(),
+        "unknown flow"
+    );
+}

@@ -35,6 +35,8 @@ pub struct TcpConfig {
     pub initial_rto: Duration,
     pub sack: bool,
     pub dupthresh: u32,
+    /// RFC 3042 Limited Transmit (on in Linux and ns-3).
+    pub limited_transmit: bool,
 }
 
 impl Default for TcpConfig {
@@ -52,6 +54,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             sack: true,
             dupthresh: 3,
+            limited_transmit: true,
         }
     }
 }
@@ -309,6 +312,19 @@ impl TcpSender {
         self.tp.cwnd.min(self.cfg.rwnd_pkts).max(0.0).floor() as u64 * self.cfg.mss as u64
     }
 
+    /// Limited Transmit (RFC 3042): on the first two duplicate ACKs outside recovery, one new
+    /// segment each beyond cwnd, so a small window still gets its three duplicate ACKs.
+    fn limited_transmit_bytes(&self) -> u64 {
+        if self.cfg.limited_transmit
+            && self.tp.ca_state == CaState::Open
+            && self.dupacks < self.cfg.dupthresh
+        {
+            self.dupacks.min(2) as u64 * self.cfg.mss as u64
+        } else {
+            0
+        }
+    }
+
     fn seg_len(&self, seq: u64) -> u64 {
         self.size
             .map_or(self.cfg.mss as u64, |s| (s - seq).min(self.cfg.mss as u64))
@@ -330,8 +346,10 @@ impl TcpSender {
             return;
         }
         let wnd = self.window_bytes();
+        let extra = self.limited_transmit_bytes();
         loop {
-            if self.flight_bytes() >= wnd {
+            let new_data = self.snd_nxt >= self.snd_max;
+            if self.flight_bytes() >= wnd + if new_data { extra } else { 0 } {
                 break;
             }
             if self.size.is_some_and(|s| self.snd_nxt >= s) {
