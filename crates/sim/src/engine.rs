@@ -14,7 +14,9 @@ use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
 use crate::rng::{seeded, SimRng};
 use crate::stats::{
     FlowSample, FlowSummary, LinkSummary, PacketEvent, PacketEventKind, QueueSample, Results,
+    UdpSummary,
 };
+use crate::traffic::{PacketSource, Source, SourceConfig, WebWorkload};
 use crate::transport::cc::CcKind;
 use crate::transport::tcp::{Endpoints, Outbox, TcpConfig, TcpReceiver, TcpSender};
 use coupling::tcp::{CouplerKind, Release, TcpCoupler, TcpUpdate};
@@ -33,6 +35,8 @@ enum Event {
     Rto(u32),
     DelAck(u32),
     Sample,
+    /// A UDP source sends its next packet.
+    UdpSend(u32),
     /// Index into `Sim::priority_changes`.
     SetPriority(u32),
 }
@@ -79,6 +83,28 @@ struct Flow {
     delack_event: Option<Instant>,
 }
 
+/// A UDP flow: packets from a traffic source, counted at the sink.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UdpFlowConfig {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub start: Instant,
+    pub source: SourceConfig,
+    pub dscp: u8,
+}
+
+#[derive(Debug)]
+struct UdpFlow {
+    cfg: UdpFlowConfig,
+    source: Source,
+    hash: u32,
+    next_size: u32,
+    sent_pkts: u64,
+    sent_bytes: u64,
+    received_pkts: u64,
+    received_bytes: u64,
+}
+
 #[derive(Debug)]
 struct Group {
     coupler: Box<dyn TcpCoupler>,
@@ -115,6 +141,7 @@ pub struct Sim {
     /// pcap captures of chosen links: packets as they start serialization on the link.
     captures: Vec<Capture>,
     trace: Option<Vec<PacketEvent>>,
+    udp: Vec<UdpFlow>,
 }
 
 struct Capture {
@@ -163,6 +190,7 @@ impl Sim {
             priority_changes: Vec::new(),
             captures: Vec::new(),
             trace: None,
+            udp: Vec::new(),
         })
     }
 
@@ -321,6 +349,107 @@ impl Sim {
         Ok(i)
     }
 
+    /// Adds a UDP flow driven by a traffic source (CBR, on/off, the self-similar cross traffic of
+    /// seed 003 sec. 9.3); returns its index among UDP flows. Errors name the parameter
+    /// (`udp_flow[i].…`).
+    pub fn add_udp_flow(&mut self, cfg: UdpFlowConfig) -> Result<u32, SimError> {
+        let i = self.udp.len() as u32;
+        let name = format!("udp_flow[{i}]");
+        for (field, node) in [("src", cfg.src), ("dst", cfg.dst)] {
+            if node.0 as usize >= self.net.nodes.len() {
+                return Err(SimError::UnknownNode {
+                    name: format!("{name}.{field}"),
+                    node: node.0.to_string(),
+                });
+            }
+        }
+        if cfg.src == cfg.dst {
+            return Err(SimError::invalid(
+                format!("{name}.dst"),
+                cfg.dst.0,
+                "a node other than the source",
+            ));
+        }
+        if cfg.dscp > 63 {
+            return Err(SimError::invalid(
+                format!("{name}.dscp"),
+                cfg.dscp,
+                "a DSCP in 0..=63",
+            ));
+        }
+        let hash = five_tuple_hash(cfg.src, cfg.dst, 17, 20_000 + (i % 40_000) as u16, 5004);
+        self.net.path(cfg.src, cfg.dst, hash)?;
+        let mut source = cfg.source.build(&format!("{name}.source"), &mut self.rng)?;
+        let first = source.next(&mut self.rng);
+        let start = cfg.start;
+        self.udp.push(UdpFlow {
+            cfg,
+            source,
+            hash,
+            next_size: 0,
+            sent_pkts: 0,
+            sent_bytes: 0,
+            received_pkts: 0,
+            received_bytes: 0,
+        });
+        if let Some((gap, size)) = first {
+            self.udp[i as usize].next_size = size;
+            self.schedule(start + gap, Event::UdpSend(i));
+        }
+        Ok(i)
+    }
+
+    /// Adds the short TCP flows of a web-like workload (standing in for the TMIX traces of seed
+    /// 003) between `pairs` of nodes from `start` to `end`; returns the flows' indices.
+    pub fn add_web_workload(
+        &mut self,
+        workload: &WebWorkload,
+        pairs: &[(NodeId, NodeId)],
+        start: Instant,
+        end: Instant,
+        tcp: TcpFlowConfig,
+    ) -> Result<Vec<u32>, SimError> {
+        workload.check("web")?;
+        if pairs.len() != workload.pairs {
+            return Err(SimError::invalid(
+                "web.pairs",
+                pairs.len(),
+                "as many node pairs as web.pairs says",
+            ));
+        }
+        let flows = workload.flows(&mut self.rng, start, end);
+        let mut ids = Vec::with_capacity(flows.len());
+        for f in flows {
+            let (src, dst) = pairs[f.pair];
+            ids.push(self.add_tcp_flow(TcpFlowConfig {
+                src,
+                dst,
+                start: f.start,
+                size_bytes: Some(f.size_bytes),
+                ..tcp.clone()
+            })?);
+        }
+        Ok(ids)
+    }
+
+    fn udp_send(&mut self, i: u32) {
+        let now = self.now;
+        let u = &mut self.udp[i as usize];
+        let mut p = Packet::new(i, PacketKind::Udp, u.cfg.src, u.cfg.dst, u.next_size);
+        p.dscp = u.cfg.dscp;
+        p.hash = u.hash;
+        p.ts_ns = now.as_nanos();
+        u.sent_pkts += 1;
+        u.sent_bytes += u.next_size as u64;
+        let next = u.source.next(&mut self.rng);
+        self.out.packets.push(p);
+        self.flush();
+        if let Some((gap, size)) = next {
+            self.udp[i as usize].next_size = size;
+            self.schedule(now + gap, Event::UdpSend(i));
+        }
+    }
+
     /// A coupling group running `kind` (from `crates/coupling`, the code users ship).
     pub fn add_coupling_group(&mut self, kind: CouplerKind) -> usize {
         self.groups.push(Group {
@@ -416,6 +545,7 @@ impl Sim {
                 self.flush();
             }
             Event::Sample => self.sample(),
+            Event::UdpSend(i) => self.udp_send(i),
             Event::SetPriority(i) => {
                 let (flow, p) = self.priority_changes[i as usize];
                 if let Some((g, _)) = self.flows[flow as usize].coupling {
@@ -568,7 +698,11 @@ impl Sim {
                 self.flush();
             }
             PacketKind::TcpAck => self.on_ack(f, &p),
-            PacketKind::Udp => {}
+            PacketKind::Udp => {
+                let u = &mut self.udp[f as usize];
+                u.received_pkts += 1;
+                u.received_bytes += p.size_bytes as u64;
+            }
         }
     }
 
@@ -810,9 +944,30 @@ impl Sim {
                 )
             })
             .collect();
+        let udp_flows = self
+            .udp
+            .iter()
+            .enumerate()
+            .map(|(i, u)| UdpSummary {
+                flow: i as u32,
+                src: self.net.node_name(u.cfg.src).to_string(),
+                dst: self.net.node_name(u.cfg.dst).to_string(),
+                sent_pkts: u.sent_pkts,
+                sent_bytes: u.sent_bytes,
+                received_pkts: u.received_pkts,
+                received_bytes: u.received_bytes,
+                throughput_bps: if duration_s > 0.0 {
+                    u.received_bytes as f64 * 8.0
+                        / (duration_s - u.cfg.start.as_secs_f64()).max(1e-9)
+                } else {
+                    0.0
+                },
+            })
+            .collect();
         Results {
             duration_s,
             flows,
+            udp_flows,
             links,
             flow_samples: self.flow_samples.clone(),
             queue_samples: self.queue_samples.clone(),

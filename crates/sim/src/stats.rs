@@ -82,6 +82,19 @@ pub struct FlowSummary {
 }
 
 #[derive(Clone, Debug, PartialEq)]
+pub struct UdpSummary {
+    pub flow: u32,
+    pub src: String,
+    pub dst: String,
+    pub sent_pkts: u64,
+    pub sent_bytes: u64,
+    pub received_pkts: u64,
+    pub received_bytes: u64,
+    /// Received bytes over the time since the flow started.
+    pub throughput_bps: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct LinkSummary {
     pub link: u32,
     pub from: String,
@@ -143,6 +156,7 @@ impl LinkSummary {
 pub struct Results {
     pub duration_s: f64,
     pub flows: Vec<FlowSummary>,
+    pub udp_flows: Vec<UdpSummary>,
     pub links: Vec<LinkSummary>,
     pub flow_samples: Vec<FlowSample>,
     pub queue_samples: Vec<QueueSample>,

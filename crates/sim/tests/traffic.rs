@@ -1,0 +1,136 @@
+//! Traffic in the simulator: UDP sources and the web-like workload on the dissertation's dumbbell.
+
+use coupling::{Duration, Instant};
+use sim::engine::UdpFlowConfig;
+use sim::net::topology::{dumbbell, DumbbellConfig};
+use sim::net::Network;
+use sim::traffic::{CbrConfig, SelfSimilarConfig, SourceConfig, SourceKind, WebWorkload};
+use sim::{Sim, TcpFlowConfig};
+
+fn setup(pairs: usize) -> (Sim, sim::net::topology::Dumbbell) {
+    let mut net = Network::default();
+    let d = dumbbell(&mut net, &DumbbellConfig::dissertation(pairs)).unwrap();
+    (Sim::new(net, 5).unwrap(), d)
+}
+
+#[test]
+fn cbr_below_capacity_arrives_whole() {
+    let (mut sim, d) = setup(1);
+    let src = SourceConfig::new(SourceKind::Cbr(CbrConfig {
+        rate_bps: 2e6,
+        pkt_bytes: 1000,
+    }));
+    let cfg = UdpFlowConfig {
+        src: d.senders[0],
+        dst: d.receivers[0],
+        start: Instant::ZERO,
+        source: src,
+        dscp: 0,
+    };
+    sim.add_udp_flow(cfg).unwrap();
+    sim.run_until(Instant::from_secs(20));
+    let r = sim.results();
+    let u = &r.udp_flows[0];
+    // One packet every 4 ms from t = 0 to t = 20 s inclusive.
+    assert_eq!(u.sent_pkts, 5001, "2 Mbit/s of 1000-byte packets for 20 s");
+    // Nothing is dropped; the last 50 ms (one-way delay) of packets are still on their way.
+    assert_eq!(r.links[d.bottleneck.0 as usize].dropped_pkts, 0);
+    assert!(u.received_pkts >= u.sent_pkts - 14, "{u:?}");
+    assert!((u.throughput_bps - 2e6).abs() < 1e4, "{u:?}");
+}
+
+/// Seed 003 sec. 9.3: self-similar cross traffic at 50% of the bottleneck next to a TCP flow.
+#[test]
+fn self_similar_cross_traffic_takes_its_load_and_tcp_the_rest() {
+    let (mut sim, d) = setup(2);
+    let src = SourceConfig::new(SourceKind::SelfSimilar(SelfSimilarConfig::with_load(5e6)));
+    let cfg = UdpFlowConfig {
+        src: d.senders[1],
+        dst: d.receivers[1],
+        start: Instant::ZERO,
+        source: src,
+        dscp: 0,
+    };
+    sim.add_udp_flow(cfg).unwrap();
+    sim.add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0]))
+        .unwrap();
+    sim.run_until(Instant::from_secs(600));
+    let r = sim.results();
+    let udp = r.udp_flows[0].received_bytes as f64 * 8.0 / 600.0;
+    let tcp = r.flows[0].goodput_bps;
+    assert!(udp > 3e6 && udp < 7e6, "cross traffic {udp}");
+    // One Reno flow against bursty cross traffic through an 83-packet drop-tail queue keeps the
+    // link busy most, not all, of the time.
+    let util = r.links[d.bottleneck.0 as usize].utilization;
+    assert!(util > 0.85, "utilization {util}, tcp {tcp}, udp {udp}");
+    assert!(
+        tcp > 3e6,
+        "TCP takes most of what the cross traffic leaves: {tcp}"
+    );
+    let c = sim.packet_counts();
+    assert_eq!(c.created, c.delivered + c.dropped + c.in_flight);
+}
+
+#[test]
+fn web_workload_flows_complete_with_heavy_tailed_fcts() {
+    let (mut sim, d) = setup(2);
+    let web = WebWorkload {
+        load_bps: 5e6,
+        mean_size_bytes: 50e3,
+        pairs: 2,
+        ..WebWorkload::default()
+    };
+    let pairs = [
+        (d.senders[0], d.receivers[0]),
+        (d.senders[1], d.receivers[1]),
+    ];
+    let tcp = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
+    let ids = sim
+        .add_web_workload(&web, &pairs, Instant::ZERO, Instant::from_secs(200), tcp)
+        .unwrap();
+    assert!(
+        ids.len() > 1500 && ids.len() < 3500,
+        "{} flows at 12.5 flows/s",
+        ids.len()
+    );
+    sim.run_until(Instant::from_secs(260));
+    let r = sim.results();
+    let fcts: Vec<f64> = r.flows.iter().filter_map(|f| f.fct_s).collect();
+    assert!(
+        fcts.len() as f64 > 0.98 * ids.len() as f64,
+        "{} of {} completed",
+        fcts.len(),
+        ids.len()
+    );
+    let delivered: f64 = r.flows.iter().map(|f| f.delivered_bytes as f64 * 8.0).sum();
+    assert!(
+        (delivered / 200.0 - 5e6).abs() < 1.5e6,
+        "offered about 5 Mbit/s: {}",
+        delivered / 200.0
+    );
+    let mut sorted = fcts.clone();
+    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let (median, p99, max) = (
+        sorted[sorted.len() / 2],
+        sorted[sorted.len() * 99 / 100],
+        sorted[sorted.len() - 1],
+    );
+    println!("FCT median {median:.3} s, p99 {p99:.3} s, max {max:.3} s");
+    assert!(
+        p99 > 3.0 * median && max > 20.0 * median,
+        "heavy-tailed sizes give a long FCT tail"
+    );
+    let bad = WebWorkload {
+        load_bps: -1.0,
+        ..web
+    };
+    let e = sim.add_web_workload(
+        &bad,
+        &pairs,
+        Instant::ZERO,
+        Instant::from_secs(1),
+        TcpFlowConfig::bulk(d.senders[0], d.receivers[0]),
+    );
+    assert!(e.unwrap_err().to_string().contains("web.load_bps"));
+    let _ = Duration::ZERO;
+}
