@@ -26,7 +26,7 @@ def test_a_run_fills_the_bottleneck_and_returns_arrow_tables():
     s, d = dumbbell_run()
     res = s.results()
     t = tables(res)
-    assert set(t) == {"flows", "links", "flow_samples", "queue_samples"}
+    assert set(t) == {"flows", "udp_flows", "links", "flow_samples", "queue_samples"}
     assert all(isinstance(v, pa.Table) for v in t.values())
     links = t["links"].to_pylist()
     bn = links[d["bottleneck"]]
@@ -114,3 +114,23 @@ def test_pcap_capture_from_python(tmp_path):
     assert sent > 100
     with pytest.raises(SimulationError, match="capture"):
         s.capture(d["bottleneck"], tmp_path / "no" / "such" / "dir.pcap")
+
+
+def test_cross_traffic_and_web_workload_from_python():
+    s = Simulation(seed=2)
+    d = s.dumbbell(2)
+    s.add_udp_flow(d["senders"][1], d["receivers"][1], kind="self_similar", load_bps=5e6)
+    web = s.add_web_workload([(d["senders"][0], d["receivers"][0])], load_bps=2e6, end_s=30.0)
+    assert len(web) > 50
+    s.run(40.0)
+    t = tables(s.results())
+    udp = t["udp_flows"].to_pylist()[0]
+    assert 2e6 < udp["throughput_bps"] < 8e6
+    fcts = [f["fct_s"] for f in t["flows"].to_pylist() if f["fct_s"] is not None]
+    assert len(fcts) > 0.95 * len(web)
+    with pytest.raises(mf.InvalidValueError, match="kind"):
+        s2 = Simulation()
+        d2 = s2.dumbbell(1)
+        s2.add_udp_flow(d2["senders"][0], d2["receivers"][0], kind="video")
+    with pytest.raises(SimulationError, match="rate_bps"):
+        s2.add_udp_flow(d2["senders"][0], d2["receivers"][0], kind="cbr")

@@ -509,6 +509,30 @@ class Simulation:
         dscp: int = 0,
     ) -> int:
         """A TCP flow; bulk when ``size_bytes`` is None."""
+    def add_udp_flow(
+        self,
+        src: int,
+        dst: int,
+        kind: Literal["cbr", "self_similar"] = "cbr",
+        rate_bps: float | None = None,
+        pkt_bytes: int = 1000,
+        load_bps: float | None = None,
+        start_s: float = 0.0,
+        dscp: int = 0,
+    ) -> int:
+        """A UDP flow: constant bit rate, or the self-similar cross traffic of seed 003 sec. 9.3
+        (11 on/off streams, Pareto on-times with H = 0.8) scaled to ``load_bps``."""
+    def add_web_workload(
+        self,
+        pairs: list[tuple[int, int]],
+        load_bps: float,
+        mean_size_bytes: float = 50e3,
+        start_s: float = 0.0,
+        end_s: float = 60.0,
+        pareto_shape: float = 1.2,
+        cc: str = "newreno",
+    ) -> list[int]:
+        """Short TCP flows, Poisson arrivals and Pareto sizes, between the node pairs."""
     def add_coupling_group(self, kind: CouplerKind) -> int: ...
     def couple(self, flow: int, group: int, priority: float) -> None: ...
     def set_priority_at(self, t_s: float, flow: int, priority: float) -> None: ...
@@ -523,5 +547,5 @@ class Simulation:
     @property
     def now_s(self) -> float: ...
     def results(self) -> dict[str, Any]:
-        """Columns: ``flows``, ``links``, ``flow_samples``, ``queue_samples`` (dicts of lists);
+        """Columns: ``flows``, ``udp_flows``, ``links``, ``flow_samples``, ``queue_samples`` (dicts of lists);
         ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``."""

@@ -6,7 +6,7 @@ Arrow tables.
 >>> d = s.dumbbell(2)                      # the dissertation's 10 Mbit/s, 100 ms RTT dumbbell
 >>> f = s.add_tcp_flow(d["senders"][0], d["receivers"][0])
 >>> s.run(10.0)
->>> t = tables(s.results())                # {"flows", "links", "flow_samples", "queue_samples"}
+>>> t = tables(s.results())                # {"flows", "udp_flows", "links", "flow_samples", "queue_samples"}
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from macroflow._native import Simulation, SimulationError
 
 __all__ = ["Simulation", "SimulationError", "tables"]
 
-TABLES = ("flows", "links", "flow_samples", "queue_samples")
+TABLES = ("flows", "udp_flows", "links", "flow_samples", "queue_samples")
 
 
 def tables(results: Dict[str, Any]) -> Dict[str, pa.Table]:

@@ -7,9 +7,11 @@ use coupling::tcp::CouplerKind;
 use coupling::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use sim::engine::UdpFlowConfig;
 use sim::net::queue::{Limit, QueueConfig};
 use sim::net::topology::{dumbbell, DumbbellConfig};
 use sim::net::{LinkConfig, LinkId, Network, NodeId};
+use sim::traffic::{CbrConfig, SelfSimilarConfig, SourceConfig, SourceKind, WebWorkload};
 use sim::transport::cc::CcKind;
 use sim::transport::tcp::TcpConfig;
 use sim::{Sim, SimError, TcpFlowConfig};
@@ -236,6 +238,84 @@ impl PySimulation {
         self.with_sim(|s| s.add_tcp_flow(cfg))
     }
 
+    /// A UDP flow: `kind` "cbr" (rate_bps, pkt_bytes) or "self_similar" (the cross traffic of
+    /// seed 003 sec. 9.3, scaled to `load_bps` if given); returns its id among UDP flows.
+    #[pyo3(signature = (src, dst, kind="cbr", rate_bps=None, pkt_bytes=1000, load_bps=None, start_s=0.0, dscp=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_udp_flow(
+        &self,
+        src: u32,
+        dst: u32,
+        kind: &str,
+        rate_bps: Option<f64>,
+        pkt_bytes: u32,
+        load_bps: Option<f64>,
+        start_s: f64,
+        dscp: u8,
+    ) -> PyResult<u32> {
+        let source = match kind {
+            "cbr" => {
+                let rate_bps = rate_bps
+                    .ok_or_else(|| SimulationError::new_err("a cbr flow needs rate_bps"))?;
+                SourceKind::Cbr(CbrConfig {
+                    rate_bps,
+                    pkt_bytes,
+                })
+            }
+            "self_similar" => SourceKind::SelfSimilar(match load_bps {
+                Some(l) => SelfSimilarConfig::with_load(l),
+                None => SelfSimilarConfig::default(),
+            }),
+            other => return Err(unknown_name("kind", other, ["cbr", "self_similar"])),
+        };
+        let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
+        let cfg = UdpFlowConfig {
+            src: NodeId(src),
+            dst: NodeId(dst),
+            start,
+            source: SourceConfig::new(source),
+            dscp,
+        };
+        self.with_sim(|s| s.add_udp_flow(cfg))
+    }
+
+    /// Short TCP flows with Poisson arrivals and Pareto sizes between the given (src, dst) node
+    /// pairs (standing in for TMIX traffic); returns the flows' ids.
+    #[pyo3(signature = (pairs, load_bps, mean_size_bytes=50e3, start_s=0.0, end_s=60.0, pareto_shape=1.2, cc="newreno"))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_web_workload(
+        &self,
+        pairs: Vec<(u32, u32)>,
+        load_bps: f64,
+        mean_size_bytes: f64,
+        start_s: f64,
+        end_s: f64,
+        pareto_shape: f64,
+        cc: &str,
+    ) -> PyResult<Vec<u32>> {
+        let kind =
+            CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic"]))?;
+        let web = WebWorkload {
+            load_bps,
+            mean_size_bytes,
+            pareto_shape,
+            pairs: pairs.len(),
+            ..WebWorkload::default()
+        };
+        let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
+        let end = Instant::from_nanos(secs("end_s", end_s)?.as_nanos());
+        let node_pairs: Vec<(NodeId, NodeId)> =
+            pairs.iter().map(|&(a, b)| (NodeId(a), NodeId(b))).collect();
+        let Some(&(a, b)) = node_pairs.first() else {
+            return Err(SimulationError::new_err(
+                "add_web_workload needs at least one (src, dst) pair",
+            ));
+        };
+        let mut tcp = TcpFlowConfig::bulk(a, b);
+        tcp.cc = kind;
+        self.with_sim(|s| s.add_web_workload(&web, &node_pairs, start, end, tcp))
+    }
+
     /// A coupling group running `kind` ("ccc", "ccc_handover", "etcp", "efcm"); returns its id.
     fn add_coupling_group(&self, kind: &str) -> PyResult<usize> {
         let k = CouplerKind::from_name(kind)
@@ -354,6 +434,55 @@ impl PySimulation {
                 .collect::<Vec<_>>(),
         )?;
         out.set_item("flows", flows)?;
+        let udp = PyDict::new(py);
+        udp.set_item(
+            "flow",
+            r.udp_flows.iter().map(|f| f.flow).collect::<Vec<_>>(),
+        )?;
+        udp.set_item(
+            "src",
+            r.udp_flows
+                .iter()
+                .map(|f| f.src.clone())
+                .collect::<Vec<_>>(),
+        )?;
+        udp.set_item(
+            "dst",
+            r.udp_flows
+                .iter()
+                .map(|f| f.dst.clone())
+                .collect::<Vec<_>>(),
+        )?;
+        udp.set_item(
+            "sent_pkts",
+            r.udp_flows.iter().map(|f| f.sent_pkts).collect::<Vec<_>>(),
+        )?;
+        udp.set_item(
+            "sent_bytes",
+            r.udp_flows.iter().map(|f| f.sent_bytes).collect::<Vec<_>>(),
+        )?;
+        udp.set_item(
+            "received_pkts",
+            r.udp_flows
+                .iter()
+                .map(|f| f.received_pkts)
+                .collect::<Vec<_>>(),
+        )?;
+        udp.set_item(
+            "received_bytes",
+            r.udp_flows
+                .iter()
+                .map(|f| f.received_bytes)
+                .collect::<Vec<_>>(),
+        )?;
+        udp.set_item(
+            "throughput_bps",
+            r.udp_flows
+                .iter()
+                .map(|f| f.throughput_bps)
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("udp_flows", udp)?;
         let links = PyDict::new(py);
         links.set_item("link", r.links.iter().map(|l| l.link).collect::<Vec<_>>())?;
         links.set_item(
