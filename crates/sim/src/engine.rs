@@ -889,6 +889,12 @@ impl Sim {
 
     /// Summaries and time series of the run so far.
     pub fn results(&mut self) -> Results {
+        let c = self.packet_counts();
+        assert_eq!(
+            c.created,
+            c.delivered + c.dropped + c.in_flight,
+            "packet conservation: {c:?}"
+        );
         let now = self.now;
         for l in &mut self.net.links {
             l.account_queue(now);
