@@ -44,6 +44,9 @@ pub struct Packet {
     /// Time the packet was sent (ns), echoed by the receiver (RFC 7323 timestamps).
     pub ts_ns: u64,
     pub ts_echo_ns: u64,
+    /// Ack: one-way delay of the data packet that triggered it (arrival - its `ts_ns`), for
+    /// delay-based controllers (LEDBAT). 0: none.
+    pub owd_ns: u64,
     pub dscp: u8,
     /// Drop precedence set by a marker (RIO: 0 = in profile, 1 = out of profile).
     pub color: u8,
@@ -68,6 +71,7 @@ impl Packet {
             n_sack: 0,
             ts_ns: 0,
             ts_echo_ns: 0,
+            owd_ns: 0,
             dscp: 0,
             color: 0,
             hash: 0,

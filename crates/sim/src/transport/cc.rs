@@ -43,6 +43,9 @@ pub struct AckSample {
     /// Segments newly acknowledged by this ACK.
     pub acked: u32,
     pub rtt: Option<Duration>,
+    /// One-way delay of the data packet that triggered this ACK, measured by the receiver from the
+    /// sender's timestamp (LEDBAT, RFC 6817 sec. 2.2).
+    pub one_way_delay: Option<Duration>,
     pub now: Instant,
 }
 
@@ -131,6 +134,7 @@ mod tests {
         let ack = AckSample {
             acked: 2,
             rtt: None,
+            one_way_delay: None,
             now: Instant::ZERO,
         };
         let mut cc = NewReno;

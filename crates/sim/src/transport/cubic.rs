@@ -323,6 +323,7 @@ mod tests {
             let ack = AckSample {
                 acked: 1,
                 rtt: Some(self.rtt),
+                one_way_delay: None,
                 now: self.now,
             };
             self.cc.pkts_acked(&mut self.tp, &ack);

@@ -1,6 +1,13 @@
-//! Transport protocols: TCP (sender, receiver, congestion controllers).
+//! Transport protocols: TCP (sender, receiver, window-based controllers: NewReno, CUBIC, LEDBAT)
+//! and rate-based controllers for media flows (RAP, TFRC, NADA, GCC) behind `rate`'s interface.
 
 pub mod cc;
 pub mod cubic;
+pub mod gcc;
+pub mod ledbat;
+pub mod nada;
+pub mod rap;
+pub mod rate;
 pub mod sack;
 pub mod tcp;
+pub mod tfrc;

@@ -451,7 +451,13 @@ impl TcpSender {
                 self.rtt_sample(r);
             }
             self.tp.in_flight = self.flight_pkts();
-            let sample = AckSample { acked, rtt, now };
+            let one_way_delay = (ack.owd_ns > 0).then(|| Duration::from_nanos(ack.owd_ns));
+            let sample = AckSample {
+                acked,
+                rtt,
+                one_way_delay,
+                now,
+            };
             self.cc.pkts_acked(&mut self.tp, &sample);
             match self.tp.ca_state {
                 CaState::Recovery if self.past_recover() => {
@@ -558,6 +564,8 @@ pub struct TcpReceiver {
     unacked_segments: u32,
     delack_deadline: Option<Instant>,
     ts_recent: u64,
+    /// One-way delay of the latest data packet (arrival - its send timestamp).
+    last_owd_ns: u64,
     pub stats: ReceiverStats,
 }
 
@@ -572,6 +580,7 @@ impl TcpReceiver {
             unacked_segments: 0,
             delack_deadline: None,
             ts_recent: 0,
+            last_owd_ns: 0,
             stats: ReceiverStats::default(),
         }
     }
@@ -602,6 +611,7 @@ impl TcpReceiver {
         p.ack = self.rcv_nxt;
         p.ts_ns = now.as_nanos();
         p.ts_echo_ns = self.ts_recent;
+        p.owd_ns = self.last_owd_ns;
         p.dscp = self.ep.dscp;
         p.hash = self.ep.hash;
         if self.cfg.sack && !self.ooo.is_empty() {
@@ -636,6 +646,7 @@ impl TcpReceiver {
 
     pub fn on_data(&mut self, pkt: &Packet, now: Instant, out: &mut Outbox) {
         self.stats.data_pkts += 1;
+        self.last_owd_ns = now.as_nanos().saturating_sub(pkt.ts_ns).max(1);
         let (start, end) = (pkt.seq, pkt.seq + pkt.len as u64);
         if start <= self.rcv_nxt {
             // RFC 7323: echo the timestamp of the segment that advances the left edge.
