@@ -7,20 +7,24 @@
 //! propagating packets wait in order in the link's pipe), so the event heap stays small.
 
 use crate::error::SimError;
+use crate::media::{MediaSource, MediaState};
 use crate::net::queue::QItem;
 use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
 use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
 use crate::rng::{seeded, SimRng};
 use crate::stats::{
-    FlowSample, FlowSummary, LinkSummary, PacketEvent, PacketEventKind, QueueSample, Results,
-    UdpSummary,
+    FlowSample, FlowSummary, LinkSummary, MediaSample, MediaSummary, PacketEvent, PacketEventKind,
+    QueueSample, Results, UdpSummary,
 };
 use crate::traffic::{PacketSource, Source, SourceConfig, WebWorkload};
 use crate::transport::cc::CcKind;
+use crate::transport::rate::{Feedback, RateReceiver, RateSender, SendInfo};
 use crate::transport::tcp::{Endpoints, Outbox, TcpConfig, TcpReceiver, TcpSender};
+use coupling::fse::{Algorithm, FseGroup, FseUpdate};
 use coupling::tcp::{CouplerKind, Release, TcpCoupler, TcpUpdate};
 use coupling::{Duration, FlowId, Instant};
+use rand::RngExt;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write;
@@ -37,6 +41,13 @@ enum Event {
     Sample,
     /// A UDP source sends its next packet.
     UdpSend(u32),
+    MediaStart(u32),
+    /// A media flow's pacer: (flow, generation; stale generations are ignored).
+    MediaSend(u32, u32),
+    MediaSndTimer(u32),
+    MediaRcvTimer(u32),
+    /// A delayed FSE message reaches the FSE or a flow (index into `Sim::fse_msgs`).
+    FseMsg(u32),
     /// Index into `Sim::priority_changes`.
     SetPriority(u32),
 }
@@ -105,6 +116,67 @@ struct UdpFlow {
     received_bytes: u64,
 }
 
+/// A rate-controlled media flow (RAP, TFRC, NADA, GCC) carrying a media source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MediaFlowConfig {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub start: Instant,
+    pub packet_bytes: u32,
+    pub source: MediaSource,
+    /// Intervals without data (media pause and resume).
+    pub pauses: Vec<(Instant, Instant)>,
+    pub dscp: u8,
+}
+
+/// How a media flow is coupled: its FSE group, priority, and the delay of its signalling with the
+/// FSE (seed 003 Fig. 6.11), fixed or uniform in `[min, max]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FseCoupling {
+    pub group: usize,
+    pub priority: f64,
+    pub delay_min: Duration,
+    pub delay_max: Duration,
+}
+
+#[derive(Debug)]
+struct MediaFlow {
+    cfg: MediaFlowConfig,
+    snd: Box<dyn RateSender>,
+    rcv: Box<dyn RateReceiver>,
+    source: MediaState,
+    hash: u32,
+    base_rtt: Duration,
+    seq: u64,
+    send_gen: u32,
+    /// When the last packet left and its size: the pacer's reference.
+    last_send: Option<(Instant, u32)>,
+    idle: bool,
+    snd_timer: Option<Instant>,
+    rcv_timer: Option<Instant>,
+    fse: Option<FseCoupling>,
+    in_fse: bool,
+    reported_cc: f64,
+    sent_pkts: u64,
+    sent_bytes: u64,
+    received_pkts: u64,
+    received_bytes: u64,
+    owd_sum_s: f64,
+}
+
+#[derive(Debug)]
+enum FseMsg {
+    /// UPDATE(cc_rate) from `flow` on its way to the FSE.
+    Update {
+        flow: u32,
+        cc_rate_bps: f64,
+        desired_rate_bps: f64,
+        rtt: Duration,
+    },
+    /// A rate from the FSE on its way to `flow`.
+    Apply { flow: u32, rate_bps: f64 },
+}
+
 #[derive(Debug)]
 struct Group {
     coupler: Box<dyn TcpCoupler>,
@@ -142,6 +214,12 @@ pub struct Sim {
     captures: Vec<Capture>,
     trace: Option<Vec<PacketEvent>>,
     udp: Vec<UdpFlow>,
+    media: Vec<MediaFlow>,
+    fse_groups: Vec<FseGroup>,
+    fse_msgs: Vec<Option<FseMsg>>,
+    feedback: Vec<Option<Feedback>>,
+    feedback_free: Vec<u32>,
+    media_samples: Vec<MediaSample>,
 }
 
 struct Capture {
@@ -191,6 +269,12 @@ impl Sim {
             captures: Vec::new(),
             trace: None,
             udp: Vec::new(),
+            media: Vec::new(),
+            fse_groups: Vec::new(),
+            fse_msgs: Vec::new(),
+            feedback: Vec::new(),
+            feedback_free: Vec::new(),
+            media_samples: Vec::new(),
         })
     }
 
@@ -432,6 +516,392 @@ impl Sim {
         Ok(ids)
     }
 
+    /// Adds a media flow driven by the given controller halves; returns its index among media
+    /// flows. Errors name the parameter (`media_flow[i].…`).
+    pub fn add_media_flow(
+        &mut self,
+        cfg: MediaFlowConfig,
+        snd: Box<dyn RateSender>,
+        rcv: Box<dyn RateReceiver>,
+    ) -> Result<u32, SimError> {
+        let i = self.media.len() as u32;
+        let name = format!("media_flow[{i}]");
+        for (field, node) in [("src", cfg.src), ("dst", cfg.dst)] {
+            if node.0 as usize >= self.net.nodes.len() {
+                return Err(SimError::UnknownNode {
+                    name: format!("{name}.{field}"),
+                    node: node.0.to_string(),
+                });
+            }
+        }
+        if cfg.src == cfg.dst {
+            return Err(SimError::invalid(
+                format!("{name}.dst"),
+                cfg.dst.0,
+                "a node other than the source",
+            ));
+        }
+        if cfg.packet_bytes < 40 {
+            return Err(SimError::invalid(
+                format!("{name}.packet_bytes"),
+                cfg.packet_bytes,
+                "a packet of at least 40 bytes",
+            ));
+        }
+        let hash = five_tuple_hash(cfg.src, cfg.dst, 17, 30_000 + (i % 30_000) as u16, 5006);
+        let fwd = self.net.path(cfg.src, cfg.dst, hash)?;
+        let back = self.net.path(cfg.dst, cfg.src, hash)?;
+        let base_rtt = fwd.iter().chain(back.iter()).fold(Duration::ZERO, |a, l| {
+            a + self.net.links[l.0 as usize].delay
+        });
+        let source = MediaState::new(
+            cfg.source.clone(),
+            cfg.start,
+            cfg.pauses.clone(),
+            &format!("{name}.source"),
+        )?;
+        self.schedule(cfg.start, Event::MediaStart(i));
+        self.media.push(MediaFlow {
+            cfg,
+            snd,
+            rcv,
+            source,
+            hash,
+            base_rtt,
+            seq: 0,
+            send_gen: 0,
+            last_send: None,
+            idle: false,
+            snd_timer: None,
+            rcv_timer: None,
+            fse: None,
+            in_fse: false,
+            reported_cc: f64::NAN,
+            sent_pkts: 0,
+            sent_bytes: 0,
+            received_pkts: 0,
+            received_bytes: 0,
+            owd_sum_s: 0.0,
+        });
+        Ok(i)
+    }
+
+    /// An FSE flow group running `algorithm` (from `crates/coupling`); returns its index.
+    pub fn add_fse_group(&mut self, algorithm: Algorithm) -> usize {
+        self.fse_groups.push(FseGroup::new(algorithm));
+        self.fse_groups.len() - 1
+    }
+
+    /// Couples a media flow to an FSE group; it registers when it starts.
+    pub fn couple_media(&mut self, flow: u32, c: FseCoupling) -> Result<(), SimError> {
+        let name = format!("media_flow[{flow}].fse");
+        if c.group >= self.fse_groups.len() {
+            return Err(SimError::invalid(
+                format!("{name}.group"),
+                c.group,
+                "an existing FSE group",
+            ));
+        }
+        coupling::units::check_priority(c.priority).map_err(|_| {
+            SimError::invalid(
+                format!("{name}.priority"),
+                c.priority,
+                "a priority > 0 and <= 1e12",
+            )
+        })?;
+        if c.delay_max < c.delay_min {
+            return Err(SimError::invalid(
+                format!("{name}.delay_max"),
+                c.delay_max,
+                "delay_max >= delay_min",
+            ));
+        }
+        let m = self
+            .media
+            .get_mut(flow as usize)
+            .ok_or(SimError::UnknownFlow { name, flow })?;
+        m.fse = Some(c);
+        Ok(())
+    }
+
+    fn fse_delay(&mut self, flow: u32) -> Duration {
+        let Some(c) = self.media[flow as usize].fse else {
+            return Duration::ZERO;
+        };
+        if c.delay_max == c.delay_min {
+            return c.delay_min;
+        }
+        Duration::from_nanos(
+            self.rng
+                .random_range(c.delay_min.as_nanos()..=c.delay_max.as_nanos()),
+        )
+    }
+
+    fn post_fse(&mut self, msg: FseMsg, delay: Duration) {
+        if delay == Duration::ZERO {
+            self.fse_deliver(msg);
+            return;
+        }
+        self.fse_msgs.push(Some(msg));
+        let at = self.now + delay;
+        self.schedule(at, Event::FseMsg(self.fse_msgs.len() as u32 - 1));
+    }
+
+    fn fse_deliver(&mut self, msg: FseMsg) {
+        let now = self.now;
+        match msg {
+            FseMsg::Update {
+                flow,
+                cc_rate_bps,
+                desired_rate_bps,
+                rtt,
+            } => {
+                let Some(c) = self.media[flow as usize].fse else {
+                    return;
+                };
+                if !self.media[flow as usize].in_fse {
+                    return; // left while the message travelled
+                }
+                let u = FseUpdate {
+                    cc_rate_bps,
+                    desired_rate_bps,
+                    rtt: Some(rtt),
+                    now,
+                };
+                let Ok(out) = self.fse_groups[c.group].update(FlowId(flow as u64), u) else {
+                    return;
+                };
+                let replies: Vec<(u32, f64)> = if out.assignments.is_empty() {
+                    vec![(flow, out.rate_bps)]
+                } else {
+                    out.assignments
+                        .iter()
+                        .map(|a| (a.flow.0 as u32, a.rate_bps))
+                        .collect()
+                };
+                for (f, r) in replies {
+                    let d = self.fse_delay(f);
+                    self.post_fse(
+                        FseMsg::Apply {
+                            flow: f,
+                            rate_bps: r,
+                        },
+                        d,
+                    );
+                }
+            }
+            FseMsg::Apply { flow, rate_bps } => {
+                let m = &mut self.media[flow as usize];
+                if m.in_fse {
+                    m.snd.set_fse_rate_bps(rate_bps, now);
+                    m.reported_cc = m.snd.cc_rate_bps();
+                    self.media_pace(flow);
+                }
+            }
+        }
+    }
+
+    /// Reports a media flow's controller rate to its FSE group (UPDATE), through the signalling
+    /// delay; registers a flow that starts or resumes, and removes one that pauses.
+    fn media_fse_sync(&mut self, i: u32) {
+        let now = self.now;
+        let m = &mut self.media[i as usize];
+        let Some(c) = m.fse else { return };
+        let paused = m.source.is_paused(now);
+        if paused && m.in_fse {
+            // RFC 8699 sec. 5.3: a flow that stops or pauses leaves the FSE.
+            m.in_fse = false;
+            let _ = self.fse_groups[c.group].leave(FlowId(i as u64));
+            return;
+        }
+        if paused {
+            return;
+        }
+        if !m.in_fse {
+            let r = m.snd.rate_bps();
+            if let Ok(rate) =
+                self.fse_groups[c.group].register(FlowId(i as u64), c.priority, r, now)
+            {
+                let m = &mut self.media[i as usize];
+                m.in_fse = true;
+                m.snd.set_fse_rate_bps(rate, now);
+                m.reported_cc = m.snd.cc_rate_bps();
+            }
+            return;
+        }
+        // Every time the controller computes a rate, the flow calls UPDATE (RFC 8699 sec. 5.3),
+        // whether or not the rate changed.
+        let cc = m.snd.cc_rate_bps();
+        m.reported_cc = cc;
+        let msg = FseMsg::Update {
+            flow: i,
+            cc_rate_bps: cc.clamp(0.0, coupling::units::MAX_RATE_BPS),
+            desired_rate_bps: m.source.desired_rate_bps(),
+            rtt: m
+                .snd
+                .rtt()
+                .unwrap_or(m.base_rtt)
+                .max(Duration::from_micros(1)),
+        };
+        let d = self.fse_delay(i);
+        self.post_fse(msg, d);
+    }
+
+    fn arm_media_timers(&mut self, i: u32) {
+        let m = &mut self.media[i as usize];
+        if let Some(t) = m.snd.next_timer() {
+            if m.snd_timer.is_none_or(|e| e > t) {
+                m.snd_timer = Some(t);
+                let t = t.max(self.now);
+                self.schedule(t, Event::MediaSndTimer(i));
+            }
+        }
+        let m = &mut self.media[i as usize];
+        if let Some(t) = m.rcv.next_timer() {
+            if m.rcv_timer.is_none_or(|e| e > t) {
+                m.rcv_timer = Some(t);
+                let t = t.max(self.now);
+                self.schedule(t, Event::MediaRcvTimer(i));
+            }
+        }
+    }
+
+    /// (Re)schedules the pacer at the current rate: the next packet leaves one packet time (at the
+    /// new rate) after the last one, or now if that has passed.
+    fn media_pace(&mut self, i: u32) {
+        let now = self.now;
+        let m = &mut self.media[i as usize];
+        m.send_gen = m.send_gen.wrapping_add(1);
+        let g = m.send_gen;
+        let at = match m.last_send {
+            Some((t, size)) if !m.idle => {
+                let rate = m.snd.rate_bps().max(1_000.0);
+                (t + Duration::from_nanos((size as f64 * 8e9 / rate).ceil() as u64)).max(now)
+            }
+            _ => now,
+        };
+        self.schedule(at, Event::MediaSend(i, g));
+    }
+
+    fn media_send(&mut self, i: u32, gen: u32) {
+        let now = self.now;
+        let m = &mut self.media[i as usize];
+        if gen != m.send_gen {
+            return;
+        }
+        let ready = m.source.ready(now);
+        if ready < 1.0 {
+            if !m.idle {
+                m.idle = true;
+                m.snd.set_app_limited(true, now);
+            }
+            let next = m.source.next_data_at(now);
+            self.media_fse_sync(i);
+            if let Some(t) = next {
+                let m = &mut self.media[i as usize];
+                let g = m.send_gen;
+                self.schedule(t, Event::MediaSend(i, g));
+            }
+            return;
+        }
+        if m.idle {
+            m.idle = false;
+            m.snd.set_app_limited(false, now);
+        }
+        let size = (m.cfg.packet_bytes as f64).min(ready).ceil() as u32;
+        let info = m.snd.on_send(m.seq, size, now);
+        m.seq += 1;
+        m.source.consume(size as f64);
+        m.sent_pkts += 1;
+        m.sent_bytes += size as u64;
+        m.last_send = Some((now, size));
+        let mut p = Packet::new(i, PacketKind::Media, m.cfg.src, m.cfg.dst, size);
+        p.seq = info.seq;
+        p.ts_ns = info.send_ts.as_nanos();
+        p.rtt_ns = info.rtt.map_or(0, |r| r.as_nanos());
+        p.dscp = m.cfg.dscp;
+        p.hash = m.hash;
+        let rate = m.snd.rate_bps().max(1_000.0);
+        let gap = Duration::from_nanos((size as f64 * 8e9 / rate).ceil() as u64);
+        let g = m.send_gen;
+        self.out.packets.push(p);
+        self.flush();
+        self.schedule(now + gap, Event::MediaSend(i, g));
+        if !self.media[i as usize].in_fse && self.media[i as usize].fse.is_some() {
+            self.media_fse_sync(i);
+        }
+        self.arm_media_timers(i);
+    }
+
+    fn send_feedback(&mut self, i: u32, fb: Feedback) {
+        let m = &self.media[i as usize];
+        let mut p = Packet::new(
+            i,
+            PacketKind::MediaFeedback,
+            m.cfg.dst,
+            m.cfg.src,
+            fb.size_bytes.max(28),
+        );
+        p.dscp = m.cfg.dscp;
+        p.hash = m.hash;
+        p.ts_ns = self.now.as_nanos();
+        let slot = match self.feedback_free.pop() {
+            Some(s) => {
+                self.feedback[s as usize] = Some(fb);
+                s
+            }
+            None => {
+                self.feedback.push(Some(fb));
+                self.feedback.len() as u32 - 1
+            }
+        };
+        p.seq = slot as u64;
+        self.out.packets.push(p);
+        self.flush();
+    }
+
+    fn media_deliver(&mut self, p: &Packet) {
+        let now = self.now;
+        let i = p.flow;
+        match p.kind {
+            PacketKind::Media => {
+                let m = &mut self.media[i as usize];
+                m.received_pkts += 1;
+                m.received_bytes += p.size_bytes as u64;
+                m.owd_sum_s += now
+                    .saturating_since(Instant::from_nanos(p.ts_ns))
+                    .as_secs_f64();
+                let info = SendInfo {
+                    seq: p.seq,
+                    size_bytes: p.size_bytes,
+                    send_ts: Instant::from_nanos(p.ts_ns),
+                    rtt: (p.rtt_ns > 0).then(|| Duration::from_nanos(p.rtt_ns)),
+                };
+                if let Some(fb) = m.rcv.on_packet(&info, now) {
+                    self.send_feedback(i, fb);
+                }
+                self.arm_media_timers(i);
+            }
+            PacketKind::MediaFeedback => {
+                let slot = p.seq as u32;
+                let fb = self.feedback[slot as usize]
+                    .take()
+                    .expect("feedback payload stored");
+                self.feedback_free.push(slot);
+                let m = &mut self.media[i as usize];
+                let before = m.snd.rate_bps();
+                m.snd.on_feedback(&fb, now);
+                let changed = m.snd.rate_bps() != before;
+                self.media_fse_sync(i);
+                if changed {
+                    self.media_pace(i);
+                }
+                self.arm_media_timers(i);
+            }
+            _ => unreachable!("media packets only"),
+        }
+    }
+
     fn udp_send(&mut self, i: u32) {
         let now = self.now;
         let u = &mut self.udp[i as usize];
@@ -546,6 +1016,46 @@ impl Sim {
             }
             Event::Sample => self.sample(),
             Event::UdpSend(i) => self.udp_send(i),
+            Event::MediaStart(i) => {
+                self.media_fse_sync(i);
+                self.media_pace(i);
+            }
+            Event::MediaSend(i, g) => self.media_send(i, g),
+            Event::MediaSndTimer(i) => {
+                let now = self.now;
+                let m = &mut self.media[i as usize];
+                m.snd_timer = None;
+                if m.snd.next_timer().is_some_and(|t| t <= now) {
+                    let before = m.snd.rate_bps();
+                    m.snd.on_timer(now);
+                    let changed = m.snd.rate_bps() != before;
+                    self.media_fse_sync(i);
+                    if changed {
+                        self.media_pace(i);
+                    }
+                }
+                self.arm_media_timers(i);
+            }
+            Event::MediaRcvTimer(i) => {
+                let now = self.now;
+                let m = &mut self.media[i as usize];
+                m.rcv_timer = None;
+                if m.rcv.next_timer().is_some_and(|t| t <= now) {
+                    if let Some(fb) = m.rcv.on_timer(now) {
+                        self.send_feedback(i, fb);
+                    }
+                }
+                self.arm_media_timers(i);
+            }
+            Event::FseMsg(k) => {
+                if let Some(msg) = self.fse_msgs[k as usize].take() {
+                    self.fse_deliver(msg);
+                }
+                // The message log is cleared whenever it has been fully delivered.
+                if self.fse_msgs.iter().all(|m| m.is_none()) {
+                    self.fse_msgs.clear();
+                }
+            }
             Event::SetPriority(i) => {
                 let (flow, p) = self.priority_changes[i as usize];
                 if let Some((g, _)) = self.flows[flow as usize].coupling {
@@ -698,6 +1208,7 @@ impl Sim {
                 self.flush();
             }
             PacketKind::TcpAck => self.on_ack(f, &p),
+            PacketKind::Media | PacketKind::MediaFeedback => self.media_deliver(&p),
             PacketKind::Udp => {
                 let u = &mut self.udp[f as usize];
                 u.received_pkts += 1;
@@ -853,6 +1364,15 @@ impl Sim {
                 srtt_s: fl.snd.srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
             });
         }
+        for (i, m) in self.media.iter().enumerate() {
+            self.media_samples.push(MediaSample {
+                t_ns: t.as_nanos(),
+                flow: i as u32,
+                rate_bps: m.snd.rate_bps(),
+                cc_rate_bps: m.snd.cc_rate_bps(),
+                received_bytes: m.received_bytes,
+            });
+        }
         for &l in &self.monitored_links {
             let link = &self.net.links[l.0 as usize];
             self.queue_samples.push(QueueSample {
@@ -970,9 +1490,35 @@ impl Sim {
                 },
             })
             .collect();
+        let media_flows = self
+            .media
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let active = (duration_s - m.cfg.start.as_secs_f64()).max(1e-9);
+                MediaSummary {
+                    flow: i as u32,
+                    controller: m.snd.name(),
+                    src: self.net.node_name(m.cfg.src).to_string(),
+                    dst: self.net.node_name(m.cfg.dst).to_string(),
+                    sent_pkts: m.sent_pkts,
+                    sent_bytes: m.sent_bytes,
+                    received_pkts: m.received_pkts,
+                    received_bytes: m.received_bytes,
+                    goodput_bps: m.received_bytes as f64 * 8.0 / active,
+                    mean_owd_s: if m.received_pkts > 0 {
+                        m.owd_sum_s / m.received_pkts as f64
+                    } else {
+                        f64::NAN
+                    },
+                }
+            })
+            .collect();
         Results {
             duration_s,
             flows,
+            media_flows,
+            media_samples: self.media_samples.clone(),
             udp_flows,
             links,
             flow_samples: self.flow_samples.clone(),

@@ -5,9 +5,12 @@
 //! - [`net`]: nodes, links, queues, routing (shortest paths, ECMP), topology builders.
 //! - [`transport`]: TCP sender/receiver and congestion controllers.
 //! - [`stats`]: summaries and time series of a run.
+//! - [`media`], [`traffic`]: what applications send (media sources; UDP and web workloads).
+//! - [`pcap`]: captures of chosen links.
 
 pub mod engine;
 pub mod error;
+pub mod media;
 pub mod net;
 pub mod packet;
 pub mod pcap;

@@ -13,6 +13,11 @@ pub enum PacketKind {
     TcpData,
     TcpAck,
     Udp,
+    /// Data of a rate-controlled media flow.
+    Media,
+    /// Feedback of a media flow's receiver (its payload waits in the engine's feedback store,
+    /// `seq` is its index).
+    MediaFeedback,
 }
 
 /// A SACK block: bytes `start..end` received out of order (RFC 2018).
@@ -54,6 +59,8 @@ pub struct Packet {
     pub hash: u32,
     /// A retransmission.
     pub retx: bool,
+    /// Media data: the sender's RTT estimate in ns (0: none), stamped for TFRC.
+    pub rtt_ns: u64,
 }
 
 impl Packet {
@@ -76,6 +83,7 @@ impl Packet {
             color: 0,
             hash: 0,
             retx: false,
+            rtt_ns: 0,
         }
     }
 }

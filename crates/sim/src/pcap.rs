@@ -178,7 +178,7 @@ pub fn global_header(snaplen: u32) -> [u8; GLOBAL_HEADER_LEN] {
 pub fn encode_headers(pkt: &Packet, out: &mut [u8; MAX_HEADERS_LEN]) -> (usize, u32) {
     let (proto, l4_len) = match pkt.kind {
         PacketKind::TcpData | PacketKind::TcpAck => (PROTO_TCP, tcp_header_len(pkt)),
-        PacketKind::Udp => (PROTO_UDP, UDP_LEN),
+        PacketKind::Udp | PacketKind::Media | PacketKind::MediaFeedback => (PROTO_UDP, UDP_LEN),
     };
     let hdr_len = IPV4_LEN + l4_len;
     let orig_len = pkt.size_bytes.max(hdr_len as u32);
@@ -201,8 +201,10 @@ pub fn encode_headers(pkt: &Packet, out: &mut [u8; MAX_HEADERS_LEN]) -> (usize, 
     ip[10..12].copy_from_slice(&ck.to_be_bytes());
 
     let (sport, dport) = match pkt.kind {
-        PacketKind::TcpAck => (SERVER_PORT, client_port(pkt.flow)),
-        PacketKind::TcpData | PacketKind::Udp => (client_port(pkt.flow), SERVER_PORT),
+        PacketKind::TcpAck | PacketKind::MediaFeedback => (SERVER_PORT, client_port(pkt.flow)),
+        PacketKind::TcpData | PacketKind::Udp | PacketKind::Media => {
+            (client_port(pkt.flow), SERVER_PORT)
+        }
     };
     // The segment's length (header and uncaptured payload), as the pseudo-header counts it.
     let l4_total = total_len - IPV4_LEN as u16;

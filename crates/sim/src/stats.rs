@@ -81,6 +81,32 @@ pub struct FlowSummary {
     pub data_pkts_received: u64,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MediaSample {
+    pub t_ns: u64,
+    pub flow: u32,
+    /// The rate the pacer uses (after coupling).
+    pub rate_bps: f64,
+    /// The rate the controller itself computed.
+    pub cc_rate_bps: f64,
+    pub received_bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MediaSummary {
+    pub flow: u32,
+    pub controller: &'static str,
+    pub src: String,
+    pub dst: String,
+    pub sent_pkts: u64,
+    pub sent_bytes: u64,
+    pub received_pkts: u64,
+    pub received_bytes: u64,
+    pub goodput_bps: f64,
+    /// Mean one-way delay of delivered packets.
+    pub mean_owd_s: f64,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct UdpSummary {
     pub flow: u32,
@@ -156,6 +182,8 @@ impl LinkSummary {
 pub struct Results {
     pub duration_s: f64,
     pub flows: Vec<FlowSummary>,
+    pub media_flows: Vec<MediaSummary>,
+    pub media_samples: Vec<MediaSample>,
     pub udp_flows: Vec<UdpSummary>,
     pub links: Vec<LinkSummary>,
     pub flow_samples: Vec<FlowSample>,

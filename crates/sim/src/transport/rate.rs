@@ -54,6 +54,11 @@ pub trait RateSender: Debug + Send {
     /// The application has no data (`false`) or has data again (`true`); TFRC's
     /// application-limited rules depend on it.
     fn set_app_limited(&mut self, _limited: bool, _now: Instant) {}
+    /// The controller's RTT estimate, if it keeps one (the conservative FSE's timer needs an RTT;
+    /// the engine falls back to the path's propagation RTT).
+    fn rtt(&self) -> Option<Duration> {
+        None
+    }
 }
 
 pub trait RateReceiver: Debug + Send {
