@@ -17,7 +17,10 @@
 //! Both answer every UPDATE outside Fast Recovery with the connection's priority-weighted share of
 //! the shared window and ssthresh, as TCP-CCC does.
 
-use super::{check_register, share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
+use super::{
+    check_register, ssthresh_share, window_share, ConnView, Release, Response, TcpCoupler,
+    TcpState, TcpUpdate,
+};
 use crate::error::Error;
 use crate::group::FlowId;
 use crate::units::{check_priority, RunningSum};
@@ -90,9 +93,9 @@ impl Ensemble {
         let (sum_cwnd, sum_ssthresh, sum_p) =
             (self.sum_cwnd, self.sum_ssthresh, self.sum_p.value());
         let c = self.conns.get_mut(&seq).expect("registered");
-        c.cwnd = share(c.p, sum_cwnd, sum_p);
+        c.cwnd = window_share(c.p, sum_cwnd, sum_p);
         c.ssthresh = if sum_ssthresh > 0.0 {
-            share(c.p, sum_ssthresh, sum_p)
+            ssthresh_share(c.p, sum_ssthresh, sum_p)
         } else {
             own_ssthresh
         };

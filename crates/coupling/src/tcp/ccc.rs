@@ -31,7 +31,7 @@
 //!    own ssthresh until the aggregate has one.
 //! 5. **Leave** (Algorithm 6) keeps `sum_cwnd`: the aggregate's window is the group's, and the
 //!    others take over the leaving connection's share at their next update (Fig. 9.6: "flow 1 gets
-//!    all of the cwnd"). The CoCo passes to the next connection in registration order.
+//!    all of the cwnd"). The CoCo passes to the next connection in registration order (item 7).
 //! 6. **Handover** (Algorithm 4; the dissertation leaves concurrent joins open, sec. 7.4). A joiner's
 //!    target is its share at join time; ACKs of connections that are not themselves in handover
 //!    release one segment to each joiner every N ACKs (N = connections in the group now), each
@@ -41,8 +41,18 @@
 //!    any handover runs, the CoCo's increases do not grow the aggregate (the ACKs that clock a
 //!    joiner replace the others' cwnd increase); decreases apply as usual. A joiner that becomes the
 //!    CoCo, or that has no other connection left to clock it, ends its handover and uses its share.
+//! 7. **A CoCo that leaves** passes the role to the next connection not in FR, if any. A connection
+//!    whose FR began inside another's FR (same loss event) does not reduce the aggregate when it
+//!    leaves FR, even if it has become the CoCo meanwhile, so one loss event still gives one
+//!    reduction.
+//! 8. **Floors:** a connection is never told less than one segment of cwnd
+//!    ([`super::MIN_CWND_PKTS`]: a smaller share would stall it for good) nor less than two of
+//!    ssthresh (RFC 5681).
 
-use super::{check_register, share, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate};
+use super::{
+    check_register, share, ssthresh_share, window_share, ConnView, Release, Response, TcpCoupler,
+    TcpState, TcpUpdate,
+};
 use crate::error::Error;
 use crate::group::FlowId;
 use crate::units::{check_priority, RunningSum};
@@ -68,6 +78,8 @@ struct Conn {
     ssthresh: f64,
     state: TcpState,
     ssbit: bool,
+    /// Entered FR during another connection's FR: part of that loss event, already reacted to.
+    fr_shadow: bool,
     handover: Option<Handover>,
 }
 
@@ -162,7 +174,7 @@ impl TcpCcc {
     /// else the connection's own.
     fn ssthresh_for(&self, p: f64, own: f64) -> f64 {
         if self.sum_ssthresh > 0.0 {
-            share(p, self.sum_ssthresh, self.sum_p.value())
+            ssthresh_share(p, self.sum_ssthresh, self.sum_p.value())
         } else {
             own
         }
@@ -217,9 +229,11 @@ impl TcpCcc {
 
     /// Algorithm 7 lines 17-26: the CoCo's report changes the aggregate. `scale` multiplies an
     /// increase (1 in CA; sum_P / P during an all-SS start-up, see module docs item 2).
-    fn coco_adjust(&mut self, slot: usize, u: &TcpUpdate, scale: f64) {
+    fn coco_adjust(&mut self, slot: usize, u: &TcpUpdate, scale: f64, may_decrease: bool) {
         let stored = self.c(slot).cwnd;
-        if u.cwnd_pkts >= stored {
+        if u.cwnd_pkts < stored && !may_decrease {
+            // Leaving an FR that belonged to a loss event the aggregate already reacted to.
+        } else if u.cwnd_pkts >= stored {
             // While a handover runs, the ACKs that would grow the window clock the joiner instead.
             if self.handovers.is_empty() {
                 self.sum_cwnd += (u.cwnd_pkts - stored) * scale;
@@ -228,7 +242,7 @@ impl TcpCcc {
             self.sum_cwnd *= u.cwnd_pkts / stored;
         }
         let p = self.c(slot).p;
-        let cwnd = share(p, self.sum_cwnd, self.sum_p.value());
+        let cwnd = window_share(p, self.sum_cwnd, self.sum_p.value());
         let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
         let c = self.c_mut(slot);
         c.cwnd = cwnd;
@@ -248,8 +262,8 @@ impl TcpCcc {
         }
         self.n_ssbits = 0;
         let p = self.c(slot).p;
-        let cwnd = share(p, self.sum_cwnd, self.sum_p.value());
-        let ssthresh = share(p, self.sum_ssthresh, self.sum_p.value());
+        let cwnd = window_share(p, self.sum_cwnd, self.sum_p.value());
+        let ssthresh = ssthresh_share(p, self.sum_ssthresh, self.sum_p.value());
         let c = self.c_mut(slot);
         c.cwnd = cwnd;
         c.ssthresh = ssthresh;
@@ -331,7 +345,11 @@ impl TcpCoupler for TcpCcc {
             acks: 0,
         });
         // A joiner in handover has been told 0 segments so far.
-        let told = if handover.is_some() { 0.0 } else { cwnd };
+        let told = if handover.is_some() {
+            0.0
+        } else {
+            cwnd.max(super::MIN_CWND_PKTS)
+        };
         if handover.is_some() {
             self.handovers.insert(seq);
         }
@@ -343,6 +361,7 @@ impl TcpCoupler for TcpCcc {
             ssthresh,
             state: TcpState::SlowStart,
             ssbit: false,
+            fr_shadow: false,
             handover,
         };
         let slot = match self.free.pop() {
@@ -371,15 +390,24 @@ impl TcpCoupler for TcpCcc {
         let state = u.state;
         // Line 3.
         let old = self.set_state(slot, state);
+        // Module docs item 7: leaving an FR that was part of another connection's loss event.
+        let shadow_exit = old == TcpState::FastRecovery
+            && state != TcpState::FastRecovery
+            && self.c(slot).fr_shadow;
+        if state != TcpState::FastRecovery {
+            self.c_mut(slot).fr_shadow = false;
+        }
         // Lines 4-11.
         if self.coco != Some(slot) {
             if state == TcpState::FastRecovery && old != TcpState::FastRecovery && self.n_fr == 1 {
                 // Module docs item 1: no other connection is handling a loss event. Only on entering
                 // FR: a connection whose FR overlapped the CoCo's belongs to the same loss event.
                 self.make_coco(slot);
+            } else if state == TcpState::FastRecovery && old != TcpState::FastRecovery {
+                self.c_mut(slot).fr_shadow = true;
             } else if state != TcpState::FastRecovery {
                 let p = self.c(slot).p;
-                let cwnd = share(p, self.sum_cwnd, self.sum_p.value());
+                let cwnd = window_share(p, self.sum_cwnd, self.sum_p.value());
                 let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
                 let c = self.c_mut(slot);
                 if c.handover.is_none() {
@@ -395,7 +423,7 @@ impl TcpCoupler for TcpCcc {
         // Lines 15-42.
         if self.coco == Some(slot) {
             match state {
-                TcpState::CongestionAvoidance => self.coco_adjust(slot, &u, 1.0),
+                TcpState::CongestionAvoidance => self.coco_adjust(slot, &u, 1.0, !shadow_exit),
                 TcpState::FastRecovery => self.sum_ssthresh = self.sum_cwnd / 2.0,
                 TcpState::SlowStart => {
                     if u.timeout {
@@ -409,7 +437,7 @@ impl TcpCoupler for TcpCcc {
                     } else if !self.c(slot).ssbit {
                         // Module docs item 2: all in SS, the aggregate slow-starts.
                         let scale = self.sum_p.value() / self.c(slot).p;
-                        self.coco_adjust(slot, &u, scale);
+                        self.coco_adjust(slot, &u, scale, true);
                     } else if let Some(&other) = self.order.values().find(|s| !self.c(**s).ssbit) {
                         self.make_coco(other);
                     }
@@ -438,12 +466,19 @@ impl TcpCoupler for TcpCcc {
         self.order.remove(&c.seq);
         self.sum_p.sub(c.p);
         if self.coco == Some(slot) {
-            let next = self
+            // The next connection in registration order, preferring one not in FR (a connection in
+            // FR belongs to a loss event already being handled; module docs item 7).
+            let after: Vec<usize> = self
                 .order
                 .range(c.seq + 1..)
-                .next()
-                .or_else(|| self.order.iter().next())
-                .map(|(_, s)| *s);
+                .chain(self.order.range(..c.seq))
+                .map(|(_, s)| *s)
+                .collect();
+            let next = after
+                .iter()
+                .copied()
+                .find(|s| self.c(*s).state != TcpState::FastRecovery)
+                .or(after.first().copied());
             self.make_coco(next.expect("another connection remains"));
         }
         // Without a connection outside handover, nothing clocks the joiners any more.
@@ -493,7 +528,11 @@ impl TcpCoupler for TcpCcc {
             }
             let done = h.released as f64 >= target;
             if release || done {
-                c.cwnd = if done { full } else { h.released as f64 };
+                c.cwnd = if done {
+                    full.max(super::MIN_CWND_PKTS)
+                } else {
+                    h.released as f64
+                };
                 released.push(Release {
                     conn: c.id,
                     cwnd_pkts: c.cwnd,
@@ -810,6 +849,65 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(r.cwnd_pkts, 40.0);
+    }
+
+    #[test]
+    fn a_coco_leaving_mid_event_does_not_cause_a_second_reduction() {
+        let mut g = two_in_ca(1.0, 1.0);
+        let before = g.sum_cwnd();
+        g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery))
+            .unwrap(); // CoCo enters FR
+        g.update(FlowId(2), TcpUpdate::new(15.0, 7.5, FastRecovery))
+            .unwrap(); // same event
+        g.update(FlowId(1), ca(7.5, 7.5)).unwrap(); // the one reduction
+        assert_eq!(g.sum_cwnd(), before / 2.0);
+        g.leave(FlowId(1)).unwrap(); // connection 2, still in FR, becomes the CoCo
+        assert_eq!(g.coco(), Some(FlowId(2)));
+        let r = g.update(FlowId(2), ca(7.5, 7.5)).unwrap().unwrap();
+        assert_eq!(
+            g.sum_cwnd(),
+            before / 2.0,
+            "no second reduction for the same loss event"
+        );
+        assert_eq!(
+            r.cwnd_pkts,
+            before / 2.0,
+            "the remaining connection has the whole aggregate"
+        );
+    }
+
+    #[test]
+    fn the_coco_role_skips_connections_in_fr() {
+        let mut g = two_in_ca(1.0, 1.0);
+        g.register(FlowId(3), 1.0, 10.0, 1e9).unwrap();
+        g.update(FlowId(3), ca(10.0, 10.0)).unwrap();
+        g.update(FlowId(1), TcpUpdate::new(10.0, 5.0, FastRecovery))
+            .unwrap();
+        g.update(FlowId(2), TcpUpdate::new(10.0, 5.0, FastRecovery))
+            .unwrap();
+        g.leave(FlowId(1)).unwrap();
+        assert_eq!(g.coco(), Some(FlowId(3)), "connection 2 is in FR; 3 is not");
+    }
+
+    #[test]
+    fn tiny_priorities_still_get_a_segment_and_ssthresh_two() {
+        let mut g = TcpCcc::new(false);
+        g.register(FlowId(1), 0.98, 20.0, 1e9).unwrap();
+        let r = g.register(FlowId(2), 0.02, 10.0, 1e9).unwrap();
+        assert_eq!(
+            r.cwnd_pkts, 1.0,
+            "0.6 segments rounds up to one, or the flow would stall"
+        );
+        g.update(FlowId(1), ca(29.4, 10.0)).unwrap();
+        g.update(FlowId(1), TcpUpdate::new(29.4, 14.7, FastRecovery))
+            .unwrap();
+        g.update(FlowId(1), ca(14.7, 14.7)).unwrap();
+        let r = g.update(FlowId(2), ca(1.0, 1.0)).unwrap().unwrap();
+        assert_eq!(
+            r.ssthresh_pkts, 2.0,
+            "ssthresh share below 2 segments is raised to 2"
+        );
+        assert_eq!(r.cwnd_pkts, 1.0);
     }
 
     #[test]

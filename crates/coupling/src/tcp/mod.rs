@@ -324,6 +324,24 @@ pub(crate) fn check_register(
     Ok(())
 }
 
+/// The smallest window a coupler assigns: a window-based sender cannot use less than one
+/// segment, and a share below it would stall the connection for good (nothing to send, so no ACK
+/// to trigger the next update). The windows told may then add up to slightly more than the
+/// aggregate.
+pub const MIN_CWND_PKTS: f64 = 1.0;
+/// The smallest ssthresh a coupler assigns (RFC 5681: 2 * SMSS).
+pub const MIN_SSTHRESH_PKTS: f64 = 2.0;
+
+/// A connection's share of the aggregate window, at least [`MIN_CWND_PKTS`].
+pub(crate) fn window_share(p: f64, sum: f64, sum_p: f64) -> f64 {
+    share(p, sum, sum_p).max(MIN_CWND_PKTS)
+}
+
+/// A connection's share of the aggregate ssthresh, at least [`MIN_SSTHRESH_PKTS`].
+pub(crate) fn ssthresh_share(p: f64, sum: f64, sum_p: f64) -> f64 {
+    share(p, sum, sum_p).max(MIN_SSTHRESH_PKTS)
+}
+
 /// A priority-weighted share of a sum.
 pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
     if sum_p > 0.0 {
