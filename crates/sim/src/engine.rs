@@ -213,6 +213,7 @@ pub struct Sim {
     /// pcap captures of chosen links: packets as they start serialization on the link.
     captures: Vec<Capture>,
     trace: Option<Vec<PacketEvent>>,
+    coupling_errors: u64,
     udp: Vec<UdpFlow>,
     media: Vec<MediaFlow>,
     fse_groups: Vec<FseGroup>,
@@ -268,6 +269,7 @@ impl Sim {
             priority_changes: Vec::new(),
             captures: Vec::new(),
             trace: None,
+            coupling_errors: 0,
             udp: Vec::new(),
             media: Vec::new(),
             fse_groups: Vec::new(),
@@ -1248,8 +1250,9 @@ impl Sim {
                 .register(FlowId(f as u64), p, tp.cwnd, tp.ssthresh)
             {
                 Ok(r) => {
+                    let state = fl.snd.coupling_state();
                     fl.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
-                    fl.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, fl.snd.coupling_state()));
+                    fl.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
                 }
                 Err(_) => fl.coupling = None,
             }
@@ -1268,7 +1271,13 @@ impl Sim {
         if fl.left_group {
             return;
         }
-        let state = fl.snd.coupling_state();
+        // A connection reports slow start right after a timeout (seed 003 Table 9.1), whatever its
+        // ssthresh says.
+        let state = if timeout {
+            coupling::tcp::TcpState::SlowStart
+        } else {
+            fl.snd.coupling_state()
+        };
         let now = (fl.snd.tp.cwnd, fl.snd.tp.ssthresh, state);
         if !timeout && fl.reported == Some(now) {
             return;
@@ -1282,10 +1291,16 @@ impl Sim {
         match self.groups[g].coupler.update(FlowId(f as u64), u) {
             Ok(Some(r)) => {
                 fl.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
-                fl.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, fl.snd.coupling_state()));
+                // Remember the state that was reported: if the answer moves the sender to another
+                // state, the next check reports that at once.
+                fl.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
             }
             Ok(None) => fl.reported = Some(now),
-            Err(e) => panic!("coupling rejected a report of flow {f}: {e}"),
+            Err(_) => {
+                // Not expected for reports the sender makes; keep the sender's own window rather
+                // than stop the run, and count it (tests assert there are none).
+                self.coupling_errors += 1;
+            }
         }
     }
 
@@ -1306,8 +1321,9 @@ impl Sim {
                         let j = r.conn.0 as u32;
                         let other = &mut self.flows[j as usize];
                         let ssthresh = other.snd.tp.ssthresh;
+                        let state = other.snd.coupling_state();
                         other.snd.set_window(r.cwnd_pkts, ssthresh);
-                        other.reported = Some((r.cwnd_pkts, ssthresh, other.snd.coupling_state()));
+                        other.reported = Some((r.cwnd_pkts, ssthresh, state));
                         other.snd.send_available(now, &mut self.out);
                         self.arm_rto(j);
                     }
@@ -1392,6 +1408,11 @@ impl Sim {
             in_flight: self.pool.live() as u64,
             ..self.counts
         }
+    }
+
+    /// Reports a coupler rejected (none are expected; see `sync_coupling`).
+    pub fn coupling_errors(&self) -> u64 {
+        self.coupling_errors
     }
 
     pub fn events_run(&self) -> u64 {

@@ -48,7 +48,9 @@ pub struct Packet {
     pub n_sack: u8,
     /// Time the packet was sent (ns), echoed by the receiver (RFC 7323 timestamps).
     pub ts_ns: u64,
+    /// Ack: the echoed timestamp (valid only if `has_ts_echo`; 0 is a real time).
     pub ts_echo_ns: u64,
+    pub has_ts_echo: bool,
     /// Ack: one-way delay of the data packet that triggered it (arrival - its `ts_ns`), for
     /// delay-based controllers (LEDBAT). 0: none.
     pub owd_ns: u64,
@@ -78,6 +80,7 @@ impl Packet {
             n_sack: 0,
             ts_ns: 0,
             ts_echo_ns: 0,
+            has_ts_echo: false,
             owd_ns: 0,
             dscp: 0,
             color: 0,

@@ -347,9 +347,17 @@ impl TcpSender {
         }
         let wnd = self.window_bytes();
         let extra = self.limited_transmit_bytes();
+        // Data in flight. After a timeout, go-back-N passes over SACKed segments without sending
+        // them, and they are not in flight (Linux's packets_in_flight); otherwise SACKed data
+        // above a hole still counts, as in ns-2 and ns-3's NewReno, so the window is not exceeded
+        // before recovery starts.
+        let mut flight = self.flight_bytes();
+        if self.tp.ca_state == CaState::Loss {
+            flight -= self.sb.sacked_within(self.snd_una, self.snd_nxt);
+        }
         loop {
             let new_data = self.snd_nxt >= self.snd_max;
-            if self.flight_bytes() >= wnd + if new_data { extra } else { 0 } {
+            if flight >= wnd + if new_data { extra } else { 0 } {
                 break;
             }
             if self.size.is_some_and(|s| self.snd_nxt >= s) {
@@ -363,6 +371,7 @@ impl TcpSender {
             }
             self.emit(seq, now, out);
             self.snd_nxt += len;
+            flight += len;
             self.snd_max = self.snd_max.max(self.snd_nxt);
             if self.rto_deadline.is_none() {
                 self.rto_deadline = Some(now + self.rto);
@@ -445,7 +454,7 @@ impl TcpSender {
             self.snd_una = ack.ack;
             self.snd_nxt = self.snd_nxt.max(self.snd_una);
             self.high_rxt = self.high_rxt.max(self.snd_una);
-            let rtt = (ack.ts_echo_ns > 0 && now.as_nanos() >= ack.ts_echo_ns)
+            let rtt = (ack.has_ts_echo && now.as_nanos() >= ack.ts_echo_ns)
                 .then(|| Duration::from_nanos(now.as_nanos() - ack.ts_echo_ns));
             if let Some(r) = rtt {
                 self.rtt_sample(r);
@@ -560,10 +569,13 @@ pub struct TcpReceiver {
     /// Out-of-order ranges received: start -> end, disjoint.
     ooo: BTreeMap<u64, u64>,
     /// The most recently received out-of-order range start (reported first, RFC 2018).
-    last_ooo: Option<u64>,
     unacked_segments: u32,
     delack_deadline: Option<Instant>,
-    ts_recent: u64,
+    ts_recent: Option<u64>,
+    /// RFC 7323 Last.ACK.sent: the cumulative ACK last sent.
+    last_ack_sent: u64,
+    /// Starts of out-of-order ranges, most recently received or reported first (RFC 2018).
+    sack_recency: Vec<u64>,
     /// One-way delay of the latest data packet (arrival - its send timestamp).
     last_owd_ns: u64,
     pub stats: ReceiverStats,
@@ -576,10 +588,11 @@ impl TcpReceiver {
             ep,
             rcv_nxt: 0,
             ooo: BTreeMap::new(),
-            last_ooo: None,
             unacked_segments: 0,
             delack_deadline: None,
-            ts_recent: 0,
+            ts_recent: None,
+            last_ack_sent: 0,
+            sack_recency: Vec::new(),
             last_owd_ns: 0,
             stats: ReceiverStats::default(),
         }
@@ -596,7 +609,8 @@ impl TcpReceiver {
 
     fn insert_ooo(&mut self, start: u64, end: u64) {
         insert_range(&mut self.ooo, start, end);
-        self.last_ooo = Some(start);
+        self.sack_recency.retain(|&x| x != start);
+        self.sack_recency.insert(0, start);
     }
 
     fn send_ack(&mut self, now: Instant, out: &mut Outbox) {
@@ -610,32 +624,46 @@ impl TcpReceiver {
         );
         p.ack = self.rcv_nxt;
         p.ts_ns = now.as_nanos();
-        p.ts_echo_ns = self.ts_recent;
+        if let Some(ts) = self.ts_recent {
+            p.ts_echo_ns = ts;
+            p.has_ts_echo = true;
+        }
         p.owd_ns = self.last_owd_ns;
+        self.last_ack_sent = self.rcv_nxt;
         p.dscp = self.ep.dscp;
         p.hash = self.ep.hash;
         if self.cfg.sack && !self.ooo.is_empty() {
-            // RFC 2018: the block holding the most recent segment first, then the others from the
-            // lowest up.
-            let recent = self
-                .last_ooo
-                .and_then(|x| self.ooo.range(..=x).next_back())
-                .map(|(&a, &b)| (a, b));
+            // RFC 2018 sec. 4: the block holding the most recently received segment first, then the
+            // most recently reported other blocks, so each block is repeated in several ACKs.
             let mut n = 0;
-            if let Some((a, b)) = recent {
-                p.sack[0] = SackBlock { start: a, end: b };
-                n = 1;
+            let mut kept = Vec::with_capacity(self.sack_recency.len());
+            for &x in &self.sack_recency {
+                let Some((&a, &b)) = self.ooo.range(..=x).next_back() else {
+                    continue;
+                };
+                if b <= x || kept.contains(&a) {
+                    continue; // acknowledged cumulatively, or merged into a block already listed
+                }
+                kept.push(a);
+                if n < MAX_SACK_BLOCKS {
+                    p.sack[n] = SackBlock { start: a, end: b };
+                    n += 1;
+                }
             }
+            // Blocks not yet reported in recent ACKs (more holes than blocks) take their turn.
             for (&a, &b) in &self.ooo {
                 if n == MAX_SACK_BLOCKS {
                     break;
                 }
-                if recent.is_some_and(|(ra, _)| ra == a) {
-                    continue;
+                if !kept.contains(&a) {
+                    p.sack[n] = SackBlock { start: a, end: b };
+                    kept.push(a);
+                    n += 1;
                 }
-                p.sack[n] = SackBlock { start: a, end: b };
-                n += 1;
             }
+            // The blocks just reported move to the front of the recency list, in report order.
+            kept.truncate(16);
+            self.sack_recency = kept;
             p.n_sack = n as u8;
         }
         self.unacked_segments = 0;
@@ -648,9 +676,10 @@ impl TcpReceiver {
         self.stats.data_pkts += 1;
         self.last_owd_ns = now.as_nanos().saturating_sub(pkt.ts_ns).max(1);
         let (start, end) = (pkt.seq, pkt.seq + pkt.len as u64);
-        if start <= self.rcv_nxt {
-            // RFC 7323: echo the timestamp of the segment that advances the left edge.
-            self.ts_recent = pkt.ts_ns;
+        // RFC 7323 sec. 4.3: TS.Recent is updated only by a segment that starts at or below the
+        // last ACK sent, so a delayed ACK echoes the earlier of the two segments it covers.
+        if start <= self.last_ack_sent {
+            self.ts_recent = Some(pkt.ts_ns);
         }
         if end <= self.rcv_nxt {
             self.stats.duplicate_pkts += 1;
