@@ -43,7 +43,10 @@ impl RateSender for Fixed {
         }
     }
     fn on_feedback(&mut self, fb: &Feedback, _now: Instant) {
-        assert!(fb.payload.downcast_ref::<u64>().is_some(), "the receiver's payload arrives intact");
+        assert!(
+            fb.payload.downcast_ref::<u64>().is_some(),
+            "the receiver's payload arrives intact"
+        );
         self.feedbacks
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
