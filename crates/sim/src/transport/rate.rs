@@ -51,7 +51,7 @@ pub trait RateSender: Debug + Send {
     /// The next time [`Self::on_timer`] must run (RAP/TFRC timeouts, GCC's 25 ms update), if any.
     fn next_timer(&self) -> Option<Instant>;
     fn on_timer(&mut self, now: Instant);
-    /// The application has no data (`false`) or has data again (`true`); TFRC's
+    /// `limited = true`: the application has run out of data; `false`: it has data again. TFRC's
     /// application-limited rules depend on it.
     fn set_app_limited(&mut self, _limited: bool, _now: Instant) {}
     /// The controller's RTT estimate, if it keeps one (the conservative FSE's timer needs an RTT;
