@@ -95,6 +95,8 @@ impl CongestionControl for NewReno {
 pub enum CcKind {
     NewReno,
     Cubic,
+    /// LEDBAT (RFC 6817) with its default parameters.
+    Ledbat,
 }
 
 impl CcKind {
@@ -102,6 +104,7 @@ impl CcKind {
         match self {
             CcKind::NewReno => Box::new(NewReno),
             CcKind::Cubic => Box::new(crate::transport::cubic::Cubic::default()),
+            CcKind::Ledbat => Box::new(crate::transport::ledbat::Ledbat::default()),
         }
     }
 
@@ -109,6 +112,7 @@ impl CcKind {
         match name {
             "newreno" | "reno" => Some(CcKind::NewReno),
             "cubic" => Some(CcKind::Cubic),
+            "ledbat" => Some(CcKind::Ledbat),
             _ => None,
         }
     }
