@@ -26,7 +26,7 @@ def test_a_run_fills_the_bottleneck_and_returns_arrow_tables():
     s, d = dumbbell_run()
     res = s.results()
     t = tables(res)
-    assert set(t) == {"flows", "udp_flows", "links", "flow_samples", "queue_samples"}
+    assert set(t) == {"flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_samples", "media_samples"}
     assert all(isinstance(v, pa.Table) for v in t.values())
     links = t["links"].to_pylist()
     bn = links[d["bottleneck"]]
@@ -134,3 +134,32 @@ def test_cross_traffic_and_web_workload_from_python():
         s2.add_udp_flow(d2["senders"][0], d2["receivers"][0], kind="video")
     with pytest.raises(SimulationError, match="rate_bps"):
         s2.add_udp_flow(d2["senders"][0], d2["receivers"][0], kind="cbr")
+
+
+def test_media_flows_and_fse_from_python():
+    s = Simulation(seed=4)
+    d = s.dumbbell(2)
+    g = s.add_fse_group("conservative_active")
+    ids = [s.add_media_flow(d["senders"][i], d["receivers"][i], controller="tfrc", packet_bytes=1000) for i in range(2)]
+    s.couple_media(ids[0], g, 1.0)
+    s.couple_media(ids[1], g, 0.5)
+    s.sample_every(1.0)
+    s.run(60.0)
+    t = tables(s.results())
+    m = t["media_flows"].to_pylist()
+    assert m[0]["controller"] == "tfrc"
+    got = {(r["flow"], r["t_s"]): r["received_bytes"] for r in t["media_samples"].to_pylist()}
+    ratio = (got[(1, 60.0)] - got[(1, 20.0)]) / (got[(0, 60.0)] - got[(0, 20.0)])
+    assert ratio == pytest.approx(0.5, abs=0.02), "after start-up the FSE splits 1 : 0.5"
+    assert m[0]["mean_owd_s"] > 0.05
+    assert t["media_samples"].num_rows == 2 * 61
+    v = s.add_media_flow(d["senders"][0], d["receivers"][0], controller="nada", source="video", rate_bps=5e5)
+    assert v == 2
+    with pytest.raises(SimulationError, match="controller"):
+        s.add_media_flow(d["senders"][0], d["receivers"][0], controller="bbr")
+    with pytest.raises(SimulationError, match="rate_bps"):
+        s.add_media_flow(d["senders"][0], d["receivers"][0], source="app_limited")
+    with pytest.raises(mf.InvalidValueError, match="algorithm"):
+        s.add_fse_group("fancy")
+    with pytest.raises(SimulationError, match="delay_max"):
+        s.couple_media(v, g, 1.0, delay_min_s=0.1, delay_max_s=0.05)

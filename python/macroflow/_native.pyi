@@ -533,6 +533,29 @@ class Simulation:
         cc: str = "newreno",
     ) -> list[int]:
         """Short TCP flows, Poisson arrivals and Pareto sizes, between the node pairs."""
+    def add_media_flow(
+        self,
+        src: int,
+        dst: int,
+        controller: Literal["nada", "tfrc", "rap", "gcc"] = "nada",
+        source: Literal["greedy", "app_limited", "video"] = "greedy",
+        rate_bps: float | None = None,
+        trace_file: str | os.PathLike[str] | None = None,
+        fps: float = 30.0,
+        pauses: list[tuple[float, float]] = ...,
+        packet_bytes: int = 1200,
+        start_s: float = 0.0,
+        dscp: int = 0,
+    ) -> int:
+        """A rate-controlled media flow: the controller paces packets; the source is greedy,
+        application-limited at ``rate_bps``, or video (a trace file of frame sizes, or a synthetic
+        trace of ``rate_bps``); ``pauses`` are intervals without data."""
+    def add_fse_group(self, algorithm: FseAlgorithm) -> int: ...
+    def couple_media(
+        self, flow: int, group: int, priority: float, delay_min_s: float = 0.0, delay_max_s: float = 0.0
+    ) -> None:
+        """Couples a media flow to an FSE group; its signalling with the FSE is delayed uniformly
+        in [delay_min_s, delay_max_s]."""
     def add_coupling_group(self, kind: CouplerKind) -> int: ...
     def couple(self, flow: int, group: int, priority: float) -> None: ...
     def set_priority_at(self, t_s: float, flow: int, priority: float) -> None: ...
@@ -547,5 +570,6 @@ class Simulation:
     @property
     def now_s(self) -> float: ...
     def results(self) -> dict[str, Any]:
-        """Columns: ``flows``, ``udp_flows``, ``links``, ``flow_samples``, ``queue_samples`` (dicts of lists);
+        """Columns: ``flows``, ``udp_flows``, ``media_flows``, ``links``, ``flow_samples``, ``queue_samples``,
+        ``media_samples`` (dicts of lists);
         ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``."""

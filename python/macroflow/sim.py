@@ -19,7 +19,7 @@ from macroflow._native import Simulation, SimulationError
 
 __all__ = ["Simulation", "SimulationError", "tables"]
 
-TABLES = ("flows", "udp_flows", "links", "flow_samples", "queue_samples")
+TABLES = ("flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_samples", "media_samples")
 
 
 def tables(results: Dict[str, Any]) -> Dict[str, pa.Table]:

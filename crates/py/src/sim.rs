@@ -7,7 +7,8 @@ use coupling::tcp::CouplerKind;
 use coupling::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sim::engine::UdpFlowConfig;
+use sim::engine::{FseCoupling, MediaFlowConfig, UdpFlowConfig};
+use sim::media::{synthetic_video, MediaSource, VideoTrace};
 use sim::net::queue::{Limit, QueueConfig};
 use sim::net::topology::{dumbbell, DumbbellConfig};
 use sim::net::{LinkConfig, LinkId, Network, NodeId};
@@ -215,8 +216,8 @@ impl PySimulation {
         min_rto_s: f64,
         dscp: u8,
     ) -> PyResult<u32> {
-        let kind =
-            CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic"]))?;
+        let kind = CcKind::from_name(cc)
+            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic", "ledbat"]))?;
         let tcp = TcpConfig {
             mss,
             initial_cwnd_pkts,
@@ -293,8 +294,8 @@ impl PySimulation {
         pareto_shape: f64,
         cc: &str,
     ) -> PyResult<Vec<u32>> {
-        let kind =
-            CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic"]))?;
+        let kind = CcKind::from_name(cc)
+            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic", "ledbat"]))?;
         let web = WebWorkload {
             load_bps,
             mean_size_bytes,
@@ -314,6 +315,112 @@ impl PySimulation {
         let mut tcp = TcpFlowConfig::bulk(a, b);
         tcp.cc = kind;
         self.with_sim(|s| s.add_web_workload(&web, &node_pairs, start, end, tcp))
+    }
+
+    /// A rate-controlled media flow: `controller` by name (see `RATE_CONTROLLERS`), `source`
+    /// "greedy", "app_limited" (at `rate_bps`) or "video" (frames of `trace_file`, one size in
+    /// bytes per line, or a synthetic trace of `rate_bps` with a 30-frame GOP), at `fps`; `pauses`
+    /// are (start_s, end_s) intervals without data. Returns its id among media flows.
+    #[pyo3(signature = (src, dst, controller="nada", source="greedy", rate_bps=None, trace_file=None, fps=30.0, pauses=Vec::new(), packet_bytes=1200, start_s=0.0, dscp=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_media_flow(
+        &self,
+        src: u32,
+        dst: u32,
+        controller: &str,
+        source: &str,
+        rate_bps: Option<f64>,
+        trace_file: Option<std::path::PathBuf>,
+        fps: f64,
+        pauses: Vec<(f64, f64)>,
+        packet_bytes: u32,
+        start_s: f64,
+        dscp: u8,
+    ) -> PyResult<u32> {
+        let (snd, rcv) = sim::transport::controllers::build(controller, packet_bytes, "media_flow")
+            .map_err(sim_err)?;
+        let src_kind = match (source, rate_bps, trace_file) {
+            ("greedy", _, _) => MediaSource::Greedy,
+            ("app_limited", Some(r), _) => MediaSource::AppLimited { rate_bps: r },
+            ("app_limited", None, _) => {
+                return Err(SimulationError::new_err(
+                    "an app_limited source needs rate_bps",
+                ))
+            }
+            ("video", _, Some(path)) => {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    SimulationError::new_err(format!("trace_file {}: {e}", path.display()))
+                })?;
+                MediaSource::Video(VideoTrace::parse(&text, fps, "trace_file").map_err(sim_err)?)
+            }
+            ("video", Some(r), None) => {
+                let trace = self.with_sim(|s| {
+                    synthetic_video(r, fps, 30, 5.0, 0.2, (fps * 60.0) as usize, s.rng())
+                })?;
+                MediaSource::Video(trace)
+            }
+            ("video", None, None) => {
+                return Err(SimulationError::new_err(
+                    "a video source needs trace_file or rate_bps",
+                ))
+            }
+            (other, _, _) => {
+                return Err(unknown_name(
+                    "source",
+                    other,
+                    ["greedy", "app_limited", "video"],
+                ))
+            }
+        };
+        let at = |t: f64, what: &str| -> PyResult<Instant> {
+            Ok(Instant::from_nanos(secs(what, t)?.as_nanos()))
+        };
+        let pauses = pauses
+            .into_iter()
+            .map(|(a, b)| Ok((at(a, "pauses")?, at(b, "pauses")?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let cfg = MediaFlowConfig {
+            src: NodeId(src),
+            dst: NodeId(dst),
+            start: at(start_s, "start_s")?,
+            packet_bytes,
+            source: src_kind,
+            pauses,
+            dscp,
+        };
+        self.with_sim(|s| s.add_media_flow(cfg, snd, rcv))
+    }
+
+    /// An FSE flow group running `algorithm` (see `FSE_ALGORITHMS`); returns its id.
+    fn add_fse_group(&self, algorithm: &str) -> PyResult<usize> {
+        let a = coupling::fse::Algorithm::from_name(algorithm).ok_or_else(|| {
+            unknown_name(
+                "algorithm",
+                algorithm,
+                coupling::fse::Algorithm::ALL.map(|a| a.name()),
+            )
+        })?;
+        self.with_sim(|s| Ok(s.add_fse_group(a)))
+    }
+
+    /// Couples media flow `flow` to FSE group `group` with `priority`; its signalling with the FSE
+    /// takes a delay uniform in [delay_min_s, delay_max_s] (seed 003 Fig. 6.11).
+    #[pyo3(signature = (flow, group, priority, delay_min_s=0.0, delay_max_s=0.0))]
+    fn couple_media(
+        &self,
+        flow: u32,
+        group: usize,
+        priority: f64,
+        delay_min_s: f64,
+        delay_max_s: f64,
+    ) -> PyResult<()> {
+        let c = FseCoupling {
+            group,
+            priority,
+            delay_min: secs("delay_min_s", delay_min_s)?,
+            delay_max: secs("delay_max_s", delay_max_s)?,
+        };
+        self.with_sim(|s| s.couple_media(flow, c))
     }
 
     /// A coupling group running `kind` ("ccc", "ccc_handover", "etcp", "efcm"); returns its id.
@@ -483,6 +590,95 @@ impl PySimulation {
                 .collect::<Vec<_>>(),
         )?;
         out.set_item("udp_flows", udp)?;
+        let media = PyDict::new(py);
+        media.set_item(
+            "flow",
+            r.media_flows.iter().map(|f| f.flow).collect::<Vec<_>>(),
+        )?;
+        media.set_item(
+            "controller",
+            r.media_flows
+                .iter()
+                .map(|f| f.controller)
+                .collect::<Vec<_>>(),
+        )?;
+        media.set_item(
+            "src",
+            r.media_flows
+                .iter()
+                .map(|f| f.src.clone())
+                .collect::<Vec<_>>(),
+        )?;
+        media.set_item(
+            "dst",
+            r.media_flows
+                .iter()
+                .map(|f| f.dst.clone())
+                .collect::<Vec<_>>(),
+        )?;
+        media.set_item(
+            "sent_bytes",
+            r.media_flows
+                .iter()
+                .map(|f| f.sent_bytes)
+                .collect::<Vec<_>>(),
+        )?;
+        media.set_item(
+            "received_bytes",
+            r.media_flows
+                .iter()
+                .map(|f| f.received_bytes)
+                .collect::<Vec<_>>(),
+        )?;
+        media.set_item(
+            "goodput_bps",
+            r.media_flows
+                .iter()
+                .map(|f| f.goodput_bps)
+                .collect::<Vec<_>>(),
+        )?;
+        media.set_item(
+            "mean_owd_s",
+            r.media_flows
+                .iter()
+                .map(|f| nan_none(f.mean_owd_s))
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("media_flows", media)?;
+        let ms = PyDict::new(py);
+        ms.set_item(
+            "t_s",
+            r.media_samples
+                .iter()
+                .map(|s| s.t_ns as f64 / 1e9)
+                .collect::<Vec<_>>(),
+        )?;
+        ms.set_item(
+            "flow",
+            r.media_samples.iter().map(|s| s.flow).collect::<Vec<_>>(),
+        )?;
+        ms.set_item(
+            "rate_bps",
+            r.media_samples
+                .iter()
+                .map(|s| s.rate_bps)
+                .collect::<Vec<_>>(),
+        )?;
+        ms.set_item(
+            "cc_rate_bps",
+            r.media_samples
+                .iter()
+                .map(|s| s.cc_rate_bps)
+                .collect::<Vec<_>>(),
+        )?;
+        ms.set_item(
+            "received_bytes",
+            r.media_samples
+                .iter()
+                .map(|s| s.received_bytes)
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item("media_samples", ms)?;
         let links = PyDict::new(py);
         links.set_item("link", r.links.iter().map(|l| l.link).collect::<Vec<_>>())?;
         links.set_item(

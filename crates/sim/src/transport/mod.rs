@@ -2,6 +2,7 @@
 //! and rate-based controllers for media flows (RAP, TFRC, NADA, GCC) behind `rate`'s interface.
 
 pub mod cc;
+pub mod controllers;
 pub mod cubic;
 pub mod gcc;
 pub mod ledbat;
