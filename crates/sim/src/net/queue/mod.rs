@@ -101,6 +101,14 @@ pub enum QueueConfig {
         p: f64,
         inner: Box<QueueConfig>,
     },
+    /// Like [`QueueConfig::RandomDrop`], but only for arrivals in `[start, end)`: a period of
+    /// persistent loss that stops (the "backs off and recovers" checks of every controller).
+    LossPeriod {
+        p: f64,
+        start: Instant,
+        end: Instant,
+        inner: Box<QueueConfig>,
+    },
     /// Random Early Detection with gentle RED and ns-2's defaults ([`RedConfig::ns2_defaults`]).
     Red(RedConfig),
     /// RED with In/Out for a DiffServ AF class: color 0 is in profile, any other color out.
@@ -158,6 +166,33 @@ impl QueueConfig {
                 }
                 Ok(Box::new(RandomDrop {
                     p: *p,
+                    window: None,
+                    inner: inner.build(&format!("{name}.inner"))?,
+                }))
+            }
+            QueueConfig::LossPeriod {
+                p,
+                start,
+                end,
+                inner,
+            } => {
+                if !(0.0..=1.0).contains(p) {
+                    return Err(SimError::invalid(
+                        format!("{name}.p"),
+                        p,
+                        "a probability in [0, 1]",
+                    ));
+                }
+                if end <= start {
+                    return Err(SimError::invalid(
+                        format!("{name}.end"),
+                        end,
+                        "an end after the start",
+                    ));
+                }
+                Ok(Box::new(RandomDrop {
+                    p: *p,
+                    window: Some((*start, *end)),
                     inner: inner.build(&format!("{name}.inner"))?,
                 }))
             }
@@ -231,16 +266,18 @@ impl Queue for DropTail {
     }
 }
 
-/// Bernoulli random drop in front of another queue.
+/// Bernoulli random drop in front of another queue, always or only within a time window.
 #[derive(Debug)]
 pub struct RandomDrop {
     p: f64,
+    window: Option<(Instant, Instant)>,
     inner: Box<dyn Queue>,
 }
 
 impl Queue for RandomDrop {
     fn enqueue(&mut self, item: QItem, now: Instant, rng: &mut SimRng) -> Option<QItem> {
-        if self.p > 0.0 && rng.random::<f64>() < self.p {
+        let active = self.window.is_none_or(|(a, b)| now >= a && now < b);
+        if active && self.p > 0.0 && rng.random::<f64>() < self.p {
             return Some(item);
         }
         self.inner.enqueue(item, now, rng)
