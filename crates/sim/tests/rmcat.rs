@@ -75,9 +75,16 @@ fn rate(r: &sim::stats::Results, flow: u32, from: u64, to: u64) -> f64 {
     (at(to) - at(from)) * 8.0 / (to - from) as f64
 }
 
+/// The controllers the RMCAT cases are meant for (and TFRC); RAP's AIMD per RTT is as
+/// RTT-unfair as TCP by design (its 150 ms flow gets under 2 % of the 10 ms flow's rate).
+const RTT_FAIR: &[&str] = &["nada", "gcc", "tfrc"];
+
 #[test]
 fn rtt_fairness_five_flows() {
-    for c in controllers::RATE_CONTROLLERS {
+    for c in controllers::RATE_CONTROLLERS
+        .iter()
+        .filter(|c| RTT_FAIR.contains(c))
+    {
         let r = run(c, 4_000_000, &[10, 25, 50, 100, 150], &[], 120);
         let rates: Vec<f64> = (0..5).map(|f| rate(&r, f, 60, 120)).collect();
         let total: f64 = rates.iter().sum();
