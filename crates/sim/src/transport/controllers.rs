@@ -1,12 +1,14 @@
 //! Builds a rate-based controller pair by name, for the engine's callers (Python, scenario files).
 
+use super::gcc::{GccConfig, GccReceiver, GccSender};
 use super::nada::{NadaConfig, NadaReceiver, NadaSender};
+use super::rap::{RapConfig, RapReceiver, RapSender};
 use super::rate::{RateReceiver, RateSender};
 use super::tfrc::{TfrcConfig, TfrcReceiver, TfrcSender};
 use crate::error::SimError;
 
 /// The rate-based controllers by name.
-pub const RATE_CONTROLLERS: &[&str] = &["nada", "tfrc"];
+pub const RATE_CONTROLLERS: &[&str] = &["nada", "tfrc", "gcc", "rap"];
 
 /// A controller's two halves.
 pub type Pair = (Box<dyn RateSender>, Box<dyn RateReceiver>);
@@ -32,10 +34,14 @@ pub fn build(kind: &str, packet_bytes: u32, name: &str) -> Result<Pair, SimError
                 Box::new(TfrcReceiver::new(cfg, name)?),
             ))
         }
-        other => Err(SimError::invalid(
-            format!("{name}.controller"),
-            other,
-            "one of nada, tfrc",
-        )),
+        "gcc" => {
+            let cfg = GccConfig::default();
+            Ok((Box::new(GccSender::new(&cfg, name)?), Box::new(GccReceiver::new(&cfg, name)?)))
+        }
+        "rap" => {
+            let cfg = RapConfig { packet_bytes, ..RapConfig::default() };
+            Ok((Box::new(RapSender::new(cfg, name)?), Box::new(RapReceiver::new())))
+        }
+        other => Err(SimError::invalid(format!("{name}.controller"), other, "one of nada, tfrc, gcc, rap")),
     }
 }

@@ -83,6 +83,24 @@
 //!   `[min_rate_bps, max_rate_bps]`.
 //! - The sender's RTT comes from an echo in the feedback (send time of the last packet received
 //!   and how long the receiver held it, as RTCP's LSR/DLSR).
+//! - **Pauses** (the application has nothing to send; draft-ietf-rmcat-eval-test "media pause
+//!   and resume"). The estimate is kept over a pause, as in WebRTC, and only over-use relative to
+//!   a measured `R_hat` lowers it:
+//!   - the delay-based controller runs on the feedback timer only if a packet arrived since its
+//!     last run (WebRTC updates on arrivals), so `R_hat` draining to 0 over an idle window does
+//!     not drive `A_r` (in Decrease, `beta R_hat` would take it to `min_rate_bps`);
+//!   - the first packet after a gap in arrivals longer than [`GccConfig::stream_timeout`] (2 s,
+//!     WebRTC's stream timeout) restarts the pre-filter (the gap is not fed to the filter as a
+//!     delay variation: its `d(i)` is the queue change over the pause, caused by other flows),
+//!     the arrival-time filter and the detector's episode state (not its threshold), and
+//!     measures `R_hat` from that packet on (`None` for `T / 2`, as at the start), so the first
+//!     decrease after the resume is relative to the rate arriving since, not to a few packets
+//!     spread over an idle 1 s window (which set `A_r` to a few kbit/s);
+//!   - without a measured `R_hat`, Decrease takes `beta A_hat` once per over-use episode instead
+//!     of compounding it on every update.
+//!
+//!   The sender needs no application-limited rule: nothing is expected while it is paused, so
+//!   the loss controller sees no loss, and `A_r` is held.
 //!
 //! Units: delays and the threshold in ms (as the draft's constants), rates in bit/s, time passed in.
 
@@ -139,6 +157,9 @@ pub struct GccConfig {
     // --- Rate control, sec. 5.5 ---
     /// `T`: window of the incoming-rate measurement `R_hat`, draft range [0.5, 1] s (1 s).
     pub rate_window: Duration,
+    /// A gap in arrivals longer than this (the sender paused) restarts the delay-based pipeline:
+    /// pre-filter, arrival-time filter and detector state (2 s, WebRTC's `kStreamTimeOutMs`).
+    pub stream_timeout: Duration,
     /// `beta`: decrease factor, draft range [0.8, 0.95] (0.85).
     pub beta: f64,
     /// `eta` per second of multiplicative increase (1.08).
@@ -206,6 +227,7 @@ impl Default for GccConfig {
             threshold_max_dt: Duration::from_millis(100),
             detector_gain_groups: 60,
             rate_window: Duration::from_secs(1),
+            stream_timeout: Duration::from_secs(2),
             beta: 0.85,
             eta: 1.08,
             near_max_smoothing: 0.95,
@@ -247,6 +269,7 @@ impl GccConfig {
             ("overuse_time_th", self.overuse_time_th),
             ("threshold_max_dt", self.threshold_max_dt),
             ("rate_window", self.rate_window),
+            ("stream_timeout", self.stream_timeout),
             ("feedback_interval", self.feedback_interval),
             ("sender_update_interval", self.sender_update_interval),
         ];
@@ -430,6 +453,13 @@ impl PreFilter {
         }
     }
 
+    /// Forgets the groups (not the highest sequence number seen): the next packet starts a group
+    /// without a predecessor, so no `d(i)` spans the gap before it.
+    pub fn reset(&mut self) {
+        self.current = None;
+        self.prev = None;
+    }
+
     /// A packet with sequence number `seq`, sent at `send` (abs-send-time) and arriving at
     /// `arrival`.
     pub fn on_packet(&mut self, seq: u64, send: Instant, arrival: Instant) -> Option<GroupDelta> {
@@ -608,6 +638,15 @@ impl OveruseDetector {
         self.signal
     }
 
+    /// Forgets the over-use episode and the previous group (after a pause in the flow); keeps the
+    /// adapted threshold.
+    pub fn reset(&mut self) {
+        self.last_t = None;
+        self.overuse_since = None;
+        self.prev_m = None;
+        self.signal = BwSignal::Normal;
+    }
+
     /// The estimate compared with the threshold: `min(n, gain_groups) * m_hat` (see the module
     /// docs; `m_hat` itself with `detector_gain_groups = 1`).
     pub fn trend(&self, m_hat: f64, num_deltas: u64) -> f64 {
@@ -704,6 +743,12 @@ impl RateController {
         self.near_max
     }
 
+    /// The flow paused: the next update measures no time since the last one (an increase covers
+    /// only time with packets flowing). `A_hat` and the state are kept.
+    pub fn pause(&mut self) {
+        self.last_update = None;
+    }
+
     /// Runs the controller at `now` with the detector's `signal`, the incoming rate `r_hat`
     /// (None until measured) and the RTT; returns `A_hat(i)`.
     pub fn update(
@@ -735,7 +780,13 @@ impl RateController {
                         self.sample_max(r);
                     }
                 }
-                let target = self.cfg.beta * r_hat.unwrap_or(self.a_hat);
+                // A_hat = beta R_hat; without a measured R_hat, beta A_hat once per
+                // over-use episode (repeated updates in Decrease must not compound).
+                let target = match r_hat {
+                    Some(r) => self.cfg.beta * r,
+                    None if prev_state != R::Decrease => self.cfg.beta * self.a_hat,
+                    None => self.a_hat,
+                };
                 self.a_hat = self.a_hat.min(target);
             }
             R::Increase if dt_ms > 0.0 => {
@@ -862,6 +913,9 @@ pub struct GccReceiver {
     next_feedback: Option<Instant>,
     last_sent_bps: f64,
     overuse_events: u64,
+    /// A packet arrived since the rate controller last ran.
+    fresh_arrivals: bool,
+    idle_restarts: u64,
 }
 
 impl GccReceiver {
@@ -885,6 +939,8 @@ impl GccReceiver {
             next_feedback: None,
             last_sent_bps: cfg.initial_rate_bps,
             overuse_events: 0,
+            fresh_arrivals: false,
+            idle_restarts: 0,
         })
     }
 
@@ -909,6 +965,11 @@ impl GccReceiver {
     /// How many times the detector switched to over-use.
     pub fn overuse_events(&self) -> u64 {
         self.overuse_events
+    }
+    /// How many times a gap in arrivals longer than [`GccConfig::stream_timeout`] restarted the
+    /// delay-based pipeline.
+    pub fn idle_restarts(&self) -> u64 {
+        self.idle_restarts
     }
 
     /// `R_hat` over the window `T` (over the time since the first packet while that is shorter,
@@ -942,7 +1003,30 @@ impl GccReceiver {
         self.rtt.unwrap_or(self.cfg.default_rtt)
     }
 
+    /// The first packet after a gap in arrivals longer than `stream_timeout` (the sender paused):
+    /// restarts what measures the path from arrivals, as at the start of the flow (WebRTC resets
+    /// its inter-arrival and estimator state when every stream timed out), and keeps `A_r`.
+    /// - The pre-filter forgets its groups: the gap is not a delay variation `d(i)` (its
+    ///   `T(i) - T(i-1)` spans the pause, and `d(i)` the queue change over it, caused by others).
+    /// - The arrival-time filter starts again (`m_hat = 0`, `e(0)`, `var_v_hat(0)`), the detector
+    ///   forgets its over-use episode (its threshold stays) and the signal is normal.
+    /// - `R_hat` is measured from this packet on (nothing in the window during the gap is a
+    ///   measurement of the path), so the first decrease after the pause is relative to the rate
+    ///   actually arriving, not to bytes spread over a window that was mostly idle.
+    fn restart_after_idle(&mut self, now: Instant) {
+        self.idle_restarts += 1;
+        self.prefilter.reset();
+        self.filter = ArrivalFilter::new(&self.cfg);
+        self.detector.reset();
+        self.signal = BwSignal::Normal;
+        self.window.clear();
+        self.window_bytes = 0;
+        self.first_arrival = Some(now);
+        self.rate.pause();
+    }
+
     fn run_rate_control(&mut self, now: Instant) -> f64 {
+        self.fresh_arrivals = false;
         self.expire_window(now);
         let r_hat = self.incoming_rate_bps(now);
         let rtt = self.rtt();
@@ -957,6 +1041,13 @@ impl GccReceiver {
 
 impl RateReceiver for GccReceiver {
     fn on_packet(&mut self, info: &SendInfo, now: Instant) -> Option<Feedback> {
+        if self
+            .last_packet
+            .is_some_and(|(_, arrival)| now.saturating_since(arrival) > self.cfg.stream_timeout)
+        {
+            self.restart_after_idle(now);
+        }
+        self.fresh_arrivals = true;
         self.first_arrival.get_or_insert(now);
         self.next_feedback
             .get_or_insert(now + self.cfg.feedback_interval);
@@ -1008,7 +1099,14 @@ impl RateReceiver for GccReceiver {
             next = now + self.cfg.feedback_interval;
         }
         self.next_feedback = Some(next);
-        let a_r = self.run_rate_control(now);
+        // The controller runs on arrivals (WebRTC updates its estimate only when packets come):
+        // while the sender is paused there is no measurement, and `R_hat` draining towards 0
+        // must not drive `A_r` (in Decrease, `beta R_hat` would take it to the minimum).
+        let a_r = if self.fresh_arrivals {
+            self.run_rate_control(now)
+        } else {
+            self.rate.a_hat_bps()
+        };
         let loss = match (self.report_base, self.highest_seq) {
             (Some(base), Some(high)) => {
                 let expected = (high + 1).saturating_sub(base);
@@ -1790,6 +1888,161 @@ mod tests {
         snd.set_fse_rate_bps(900_000.0, t(130));
         snd.on_timer(t(150));
         assert_eq!(snd.cc_rate_bps(), 800_000.0);
+    }
+
+    /// One flow over the 1 Mbit/s, 50 ms, 300 ms-queue path, paused (nothing to send; the sender
+    /// told it is application-limited) over `pause` (s), sharing the bottleneck FIFO with
+    /// constant-rate cross traffic of `cross_bps` from the pause's start on (the others taking the
+    /// freed capacity). Returns the flow's goodput and the sender's rate, one sample per second.
+    fn paused_flow(pause: (u64, u64), cross_bps: f64, secs: u64) -> (Vec<f64>, Vec<f64>) {
+        let (mut snd, mut rcv) = pair(&GccConfig::default());
+        let p = path(1e6, 300.0, 0.0);
+        let owd = p.one_way_delay;
+        let tx = |bytes: u32| Duration::from_nanos((bytes as f64 * 8e9 / p.capacity_bps) as u64);
+        let (p0, p1) = (Instant::from_secs(pause.0), Instant::from_secs(pause.1));
+        let mut queue: VecDeque<(Instant, Option<SendInfo>)> = VecDeque::new();
+        let mut feedback: VecDeque<(Instant, Feedback)> = VecDeque::new();
+        let (mut link_free, mut next_send, mut next_cross) = (Instant::ZERO, Instant::ZERO, p0);
+        let (mut seq, mut idle) = (0u64, false);
+        let mut goodput = vec![0.0; secs as usize];
+        let mut rate = Vec::new();
+        let mut enqueue = |queue: &mut VecDeque<_>, t: Instant, item: Option<SendInfo>| {
+            if queue.iter().filter(|(d, _)| *d > t).count() < p.queue_pkts {
+                link_free = link_free.max(t) + tx(PKT);
+                queue.push_back((link_free, item));
+            }
+        };
+        let end = Instant::from_secs(secs);
+        let mut now = Instant::ZERO;
+        while now < end {
+            while let Some(&(dep, item)) = queue.front() {
+                if dep + owd > now {
+                    break;
+                }
+                queue.pop_front();
+                if let Some(info) = item {
+                    goodput[(dep + owd).as_secs_f64() as usize] += PKT as f64 * 8.0;
+                    if let Some(fb) = rcv.on_packet(&info, dep + owd) {
+                        feedback.push_back((dep + owd + owd, fb));
+                    }
+                }
+            }
+            if rcv.next_timer().is_some_and(|t| t <= now) {
+                if let Some(fb) = rcv.on_timer(now) {
+                    feedback.push_back((now + owd, fb));
+                }
+            }
+            while feedback.front().is_some_and(|(t, _)| *t <= now) {
+                let (_, fb) = feedback.pop_front().expect("checked");
+                snd.on_feedback(&fb, now);
+            }
+            if snd.next_timer().is_some_and(|t| t <= now) {
+                snd.on_timer(now);
+            }
+            while next_cross <= now {
+                enqueue(&mut queue, next_cross, None);
+                next_cross =
+                    next_cross + Duration::from_nanos((PKT as f64 * 8e9 / cross_bps) as u64);
+            }
+            if now >= p0 && now < p1 {
+                if !idle {
+                    idle = true;
+                    snd.set_app_limited(true, now);
+                }
+                next_send = now;
+            } else {
+                if idle {
+                    idle = false;
+                    snd.set_app_limited(false, now);
+                }
+                while next_send <= now {
+                    let info = snd.on_send(seq, PKT, next_send);
+                    seq += 1;
+                    enqueue(&mut queue, next_send, Some(info));
+                    let gap = PKT as f64 * 8e9 / snd.rate_bps().max(1.0);
+                    next_send = next_send + Duration::from_nanos(gap as u64);
+                }
+            }
+            if now.as_nanos() % 1_000_000_000 == 0 {
+                rate.push(snd.rate_bps());
+            }
+            now = now + Duration::from_micros(100);
+        }
+        (goodput, rate)
+    }
+
+    /// draft-ietf-rmcat-eval-test "media pause and resume", reduced to one GCC flow and
+    /// constant-rate cross traffic that takes half the link while the flow pauses and stays. The
+    /// flow keeps its estimate over the 20 s pause and gets its share (500 kbit/s) again after;
+    /// it used to fall to ~20 kbit/s: the first over-use after the resume set
+    /// `A_r = 0.85 R_hat` with `R_hat` the few packets since the resume over a 1 s window.
+    #[test]
+    fn pause_keeps_the_estimate_and_the_flow_recovers() {
+        let (goodput, rate) = paused_flow((40, 60), 500e3, 90);
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let before = mean(&goodput[30..40]);
+        let held = rate[41..60].iter().copied().fold(f64::INFINITY, f64::min);
+        let after = mean(&goodput[70..90]);
+        eprintln!(
+            "pause: goodput before {before:.0}, sender rate at the pause's start {:.0}, \
+             lowest during it {held:.0}, goodput 10-30 s after {after:.0}",
+            rate[40]
+        );
+        assert!(before > 0.8e6, "{before}");
+        assert!(mean(&goodput[45..60]) == 0.0, "nothing sent while paused");
+        assert!(
+            held >= 0.95 * rate[40],
+            "estimate kept: {held} vs {}",
+            rate[40]
+        );
+        assert!(after > 0.3e6, "the resumed flow gets its share: {after}");
+    }
+
+    /// The first group after a pause has no predecessor: the pause is not a delay variation, even
+    /// when the queue (others' traffic) grew meanwhile. The filter and detector start again, and
+    /// `R_hat` is measured from the resume on.
+    #[test]
+    fn gap_after_pause_is_not_a_delay_variation() {
+        let cfg = GccConfig::default();
+        let mut rcv = GccReceiver::new(&cfg, "gcc").unwrap();
+        let ms = Instant::from_millis;
+        let mut seq = 0;
+        let mut feed = |rcv: &mut GccReceiver, from_ms: u64, to_ms: u64, delay_ms: u64| {
+            // 100 packets/s (960 kbit/s), each its own group, constant delay.
+            for t in (from_ms..to_ms).step_by(10) {
+                let info = SendInfo {
+                    seq,
+                    size_bytes: PKT,
+                    send_ts: ms(t),
+                    rtt: None,
+                };
+                seq += 1;
+                rcv.on_packet(&info, ms(t + delay_ms));
+                if rcv.next_timer().is_some_and(|d| d <= ms(t + delay_ms)) {
+                    rcv.on_timer(ms(t + delay_ms));
+                }
+            }
+        };
+        feed(&mut rcv, 0, 40_000, 50);
+        let a_r = rcv.remb_bps();
+        assert!(rcv.m_hat_ms().abs() < 0.01);
+        // The pause: feedback timers run, nothing arrives; A_r stays.
+        for t in (40_100..60_000).step_by(50) {
+            rcv.on_timer(ms(t));
+        }
+        assert_eq!(rcv.remb_bps(), a_r);
+        assert_eq!(rcv.incoming_rate_bps(ms(60_000)), Some(0.0));
+        // Resume with 150 ms more queueing delay than before the pause.
+        feed(&mut rcv, 60_000, 60_100, 200);
+        assert_eq!(rcv.idle_restarts(), 1);
+        assert!(rcv.m_hat_ms().abs() < 0.01, "m_hat {}", rcv.m_hat_ms());
+        assert_ne!(rcv.signal(), BwSignal::Overuse);
+        assert!(rcv.remb_bps() >= a_r, "{} vs {a_r}", rcv.remb_bps());
+        // R_hat: unknown for T / 2 after the resume, then the rate arriving since.
+        assert_eq!(rcv.incoming_rate_bps(ms(60_250)), None);
+        feed(&mut rcv, 60_100, 61_000, 200);
+        let r = rcv.incoming_rate_bps(ms(61_200)).unwrap();
+        assert!((r - 960e3).abs() < 0.02 * 960e3, "{r}");
     }
 
     #[test]
