@@ -374,11 +374,9 @@ impl Sim {
         Ok(())
     }
 
-    /// Adds a TCP flow; returns its index. Errors name the parameter (`flow[i].…`).
-    pub fn add_tcp_flow(&mut self, cfg: TcpFlowConfig) -> Result<u32, SimError> {
-        let i = self.flows.len() as u32;
-        let name = format!("flow[{i}]");
-        for (field, node) in [("src", cfg.src), ("dst", cfg.dst)] {
+    /// The source and destination of a flow exist and differ.
+    fn check_endpoints(&self, name: &str, src: NodeId, dst: NodeId) -> Result<(), SimError> {
+        for (field, node) in [("src", src), ("dst", dst)] {
             if node.0 as usize >= self.net.nodes.len() {
                 return Err(SimError::UnknownNode {
                     name: format!("{name}.{field}"),
@@ -386,13 +384,21 @@ impl Sim {
                 });
             }
         }
-        if cfg.src == cfg.dst {
+        if src == dst {
             return Err(SimError::invalid(
                 format!("{name}.dst"),
-                cfg.dst.0,
+                dst.0,
                 "a node other than the source",
             ));
         }
+        Ok(())
+    }
+
+    /// Adds a TCP flow; returns its index. Errors name the parameter (`flow[i].…`).
+    pub fn add_tcp_flow(&mut self, cfg: TcpFlowConfig) -> Result<u32, SimError> {
+        let i = self.flows.len() as u32;
+        let name = format!("flow[{i}]");
+        self.check_endpoints(&name, cfg.src, cfg.dst)?;
         if cfg.size_bytes == Some(0) {
             return Err(SimError::invalid(
                 format!("{name}.size_bytes"),
@@ -400,13 +406,7 @@ impl Sim {
                 "a transfer of at least 1 byte",
             ));
         }
-        if cfg.dscp > 63 {
-            return Err(SimError::invalid(
-                format!("{name}.dscp"),
-                cfg.dscp,
-                "a DSCP in 0..=63",
-            ));
-        }
+        check_dscp(&name, cfg.dscp)?;
         cfg.tcp.check(&format!("{name}.tcp"))?;
         let hash = five_tuple_hash(cfg.src, cfg.dst, 6, 10_000 + (i % 50_000) as u16, 80);
         self.net.path(cfg.src, cfg.dst, hash)?;
@@ -441,28 +441,8 @@ impl Sim {
     pub fn add_udp_flow(&mut self, cfg: UdpFlowConfig) -> Result<u32, SimError> {
         let i = self.udp.len() as u32;
         let name = format!("udp_flow[{i}]");
-        for (field, node) in [("src", cfg.src), ("dst", cfg.dst)] {
-            if node.0 as usize >= self.net.nodes.len() {
-                return Err(SimError::UnknownNode {
-                    name: format!("{name}.{field}"),
-                    node: node.0.to_string(),
-                });
-            }
-        }
-        if cfg.src == cfg.dst {
-            return Err(SimError::invalid(
-                format!("{name}.dst"),
-                cfg.dst.0,
-                "a node other than the source",
-            ));
-        }
-        if cfg.dscp > 63 {
-            return Err(SimError::invalid(
-                format!("{name}.dscp"),
-                cfg.dscp,
-                "a DSCP in 0..=63",
-            ));
-        }
+        self.check_endpoints(&name, cfg.src, cfg.dst)?;
+        check_dscp(&name, cfg.dscp)?;
         let hash = five_tuple_hash(cfg.src, cfg.dst, 17, 20_000 + (i % 40_000) as u16, 5004);
         self.net.path(cfg.src, cfg.dst, hash)?;
         let mut source = cfg.source.build(&format!("{name}.source"), &mut self.rng)?;
@@ -528,21 +508,8 @@ impl Sim {
     ) -> Result<u32, SimError> {
         let i = self.media.len() as u32;
         let name = format!("media_flow[{i}]");
-        for (field, node) in [("src", cfg.src), ("dst", cfg.dst)] {
-            if node.0 as usize >= self.net.nodes.len() {
-                return Err(SimError::UnknownNode {
-                    name: format!("{name}.{field}"),
-                    node: node.0.to_string(),
-                });
-            }
-        }
-        if cfg.src == cfg.dst {
-            return Err(SimError::invalid(
-                format!("{name}.dst"),
-                cfg.dst.0,
-                "a node other than the source",
-            ));
-        }
+        self.check_endpoints(&name, cfg.src, cfg.dst)?;
+        check_dscp(&name, cfg.dscp)?;
         if cfg.packet_bytes < 40 {
             return Err(SimError::invalid(
                 format!("{name}.packet_bytes"),
@@ -1549,6 +1516,17 @@ impl Sim {
             events: self.events_run,
         }
     }
+}
+
+fn check_dscp(name: &str, dscp: u8) -> Result<(), SimError> {
+    if dscp > 63 {
+        return Err(SimError::invalid(
+            format!("{name}.dscp"),
+            dscp,
+            "a DSCP in 0..=63",
+        ));
+    }
+    Ok(())
 }
 
 /// A deterministic hash of a five-tuple (FNV-1a), for ECMP.

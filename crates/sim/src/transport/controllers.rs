@@ -36,12 +36,25 @@ pub fn build(kind: &str, packet_bytes: u32, name: &str) -> Result<Pair, SimError
         }
         "gcc" => {
             let cfg = GccConfig::default();
-            Ok((Box::new(GccSender::new(&cfg, name)?), Box::new(GccReceiver::new(&cfg, name)?)))
+            Ok((
+                Box::new(GccSender::new(&cfg, name)?),
+                Box::new(GccReceiver::new(&cfg, name)?),
+            ))
         }
         "rap" => {
-            let cfg = RapConfig { packet_bytes, ..RapConfig::default() };
-            Ok((Box::new(RapSender::new(cfg, name)?), Box::new(RapReceiver::new())))
+            let cfg = RapConfig {
+                packet_bytes,
+                ..RapConfig::default()
+            };
+            Ok((
+                Box::new(RapSender::new(cfg, name)?),
+                Box::new(RapReceiver::new()),
+            ))
         }
-        other => Err(SimError::invalid(format!("{name}.controller"), other, "one of nada, tfrc, gcc, rap")),
+        other => Err(SimError::invalid(
+            format!("{name}.controller"),
+            other,
+            "one of nada, tfrc, gcc, rap",
+        )),
     }
 }
