@@ -57,6 +57,14 @@
 //!   implementation the draft was written from (and the Chromium of seed 003) compares
 //!   `min(n, 60) * m(i)` instead (`n` the number of deltas so far), i.e. the queue growth over
 //!   about 60 groups. The default follows WebRTC; `1` gives the literal draft.
+//! - **Trend per unit time** ([`GccConfig::detector_slope_gain`], default `Some(4)`). With the
+//!   per-group trend, a flow whose (paced) groups are further apart sees a larger trend for the
+//!   same queue growth rate and backs off more often. WebRTC's later `TrendlineEstimator`
+//!   compares `min(n, 60) * 4 * slope` (slope of the delay over arrival time, ms/ms,
+//!   `kDefaultTrendlineThresholdGain = 4`) with the same threshold; here the Kalman estimate is
+//!   kept (the draft's structure) and divided by the mean of the last `K` inter-departure times:
+//!   `min(n, 60) * 4 * m(i) / mean(T(i) - T(i-1))`. `None` gives the per-group trend above
+//!   (with `detector_gain_groups = 1` the literal draft).
 //! - **`f_max`** over the last `K = 60` inter-departure times (WebRTC's history length). The
 //!   draft's `30 / (1000 f_max)` is read with `f_max` in 1/ms (as WebRTC computes it): the
 //!   exponent is the shortest inter-group time in units of a 30 fps frame.
@@ -81,6 +89,14 @@
 //!   since its last run (WebRTC's `kLimitNumPackets`; a 50 ms report at 1 Mbit/s covers about 5
 //!   packets, too few for 2% and 10% thresholds). Rates stay in
 //!   `[min_rate_bps, max_rate_bps]`.
+//! - **Time-based loss increase** ([`GccConfig::loss_increase_per_sec`], default `Some(1.08)`).
+//!   The draft's `1.05` per loss fraction is 5% per 20 packets: about 5% per 3 s at 60 kbit/s
+//!   but several per second at 2 Mbit/s. As WebRTC's `SendSideBandwidthEstimation`, while the
+//!   last loss fraction is below `loss_low`, every rate update (25 ms timer and feedback) sets
+//!   `As_hat = max(As_hat, 1.08 * min(As_hat over the last 1 s) + 1 kbit/s)`, i.e. 8% per second
+//!   at any packet rate. Decreases (`p > loss_high`) stay once per loss fraction as in the draft
+//!   (WebRTC also spaces them at least 300 ms + RTT apart; not done here). `None` gives the
+//!   draft's per-report `loss_increase`.
 //! - The sender's RTT comes from an echo in the feedback (send time of the last packet received
 //!   and how long the receiver held it, as RTCP's LSR/DLSR).
 //! - **Pauses** (the application has nothing to send; draft-ietf-rmcat-eval-test "media pause
@@ -154,6 +170,11 @@ pub struct GccConfig {
     /// The detector compares `min(n, detector_gain_groups) * m(i)` with the threshold (60,
     /// WebRTC; 1 = the draft's literal `m(i)`). See the module docs.
     pub detector_gain_groups: u32,
+    /// `Some(g)`: the trend is per millisecond, `min(n, detector_gain_groups) * g * m(i) /
+    /// mean(T(i) - T(i-1))` over the last `fmax_groups` groups (WebRTC's trendline: slope of the
+    /// delay over time, gain `g = 4`, `kDefaultTrendlineThresholdGain`). `None`: per group,
+    /// `min(n, detector_gain_groups) * m(i)`. See the module docs.
+    pub detector_slope_gain: Option<f64>,
     // --- Rate control, sec. 5.5 ---
     /// `T`: window of the incoming-rate measurement `R_hat`, draft range [0.5, 1] s (1 s).
     pub rate_window: Duration,
@@ -200,6 +221,14 @@ pub struct GccConfig {
     pub loss_increase: f64,
     /// Loss reports are accumulated until this many packets are expected (20, WebRTC).
     pub loss_min_packets: u64,
+    /// `Some(f)`: while the last loss fraction is below `loss_low`, `As_hat` rises on every rate
+    /// update to `f * min(As_hat over the last second) + loss_increase_extra_bps` (WebRTC's
+    /// `SendSideBandwidthEstimation`, `f = 1.08`), i.e. by `f` per second whatever the packet
+    /// rate. `None`: `As_hat *= loss_increase` once per loss fraction (the draft). See the module
+    /// docs.
+    pub loss_increase_per_sec: Option<f64>,
+    /// Added on a time-based increase, bit/s (1000, WebRTC: "so that we do not get stuck").
+    pub loss_increase_extra_bps: f64,
     // --- Rates ---
     /// Starting rate of the sender and of the receiver's `A_r`, bit/s (300 kbit/s, WebRTC).
     pub initial_rate_bps: f64,
@@ -226,6 +255,7 @@ impl Default for GccConfig {
             k_d: 0.00018,
             threshold_max_dt: Duration::from_millis(100),
             detector_gain_groups: 60,
+            detector_slope_gain: Some(4.0),
             rate_window: Duration::from_secs(1),
             stream_timeout: Duration::from_secs(2),
             beta: 0.85,
@@ -247,6 +277,8 @@ impl Default for GccConfig {
             loss_decrease_gain: 0.5,
             loss_increase: 1.05,
             loss_min_packets: 20,
+            loss_increase_per_sec: Some(1.08),
+            loss_increase_extra_bps: 1000.0,
             initial_rate_bps: 300_000.0,
             min_rate_bps: 10_000.0,
             max_rate_bps: 1e9,
@@ -294,6 +326,7 @@ impl GccConfig {
             ("e0", self.e0),
             ("near_max_min_std_frac", self.near_max_min_std_frac),
             ("additive_min_bps", self.additive_min_bps),
+            ("loss_increase_extra_bps", self.loss_increase_extra_bps),
             ("del_var_th_max_excess_ms", self.del_var_th_max_excess_ms),
         ];
         for (field, v) in non_negative {
@@ -371,6 +404,20 @@ impl GccConfig {
                 &0,
                 "at least 1 (1 = the draft's m(i))",
             );
+        }
+        if let Some(g) = self.detector_slope_gain {
+            if !(g.is_finite() && g > 0.0) {
+                return bad("detector_slope_gain", &g, "a finite number > 0 (or None)");
+            }
+        }
+        if let Some(f) = self.loss_increase_per_sec {
+            if !(f.is_finite() && f >= 1.0) {
+                return bad(
+                    "loss_increase_per_sec",
+                    &f,
+                    "a finite factor >= 1 (or None)",
+                );
+            }
         }
         if self.max_packet_bytes == 0 {
             return bad("max_packet_bytes", &0, "a packet size >= 1 byte");
@@ -578,6 +625,13 @@ impl ArrivalFilter {
     pub fn num_deltas(&self) -> u64 {
         self.n
     }
+
+    /// The mean of the last `K` inter-departure times `T(i) - T(i-1)`, ms (`None` before the
+    /// first delta).
+    pub fn mean_inter_departure_ms(&self) -> Option<f64> {
+        let n = self.recent_inter_departure_ms.len();
+        (n > 0).then(|| self.recent_inter_departure_ms.iter().sum::<f64>() / n as f64)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -603,6 +657,7 @@ pub struct OveruseDetector {
     max_dt_ms: f64,
     overuse_time_th: Duration,
     gain_groups: u32,
+    slope_gain: Option<f64>,
     last_t: Option<Instant>,
     overuse_since: Option<Instant>,
     prev_m: Option<f64>,
@@ -621,6 +676,7 @@ impl OveruseDetector {
             max_dt_ms: dur_ms(cfg.threshold_max_dt),
             overuse_time_th: cfg.overuse_time_th,
             gain_groups: cfg.detector_gain_groups,
+            slope_gain: cfg.detector_slope_gain,
             last_t: None,
             overuse_since: None,
             prev_m: None,
@@ -647,15 +703,28 @@ impl OveruseDetector {
         self.signal = BwSignal::Normal;
     }
 
-    /// The estimate compared with the threshold: `min(n, gain_groups) * m_hat` (see the module
-    /// docs; `m_hat` itself with `detector_gain_groups = 1`).
-    pub fn trend(&self, m_hat: f64, num_deltas: u64) -> f64 {
-        num_deltas.min(self.gain_groups as u64) as f64 * m_hat
+    /// The estimate compared with the threshold: `min(n, gain_groups) * m_hat` per group, or
+    /// `min(n, gain_groups) * slope_gain * m_hat / group_interval_ms` per millisecond when
+    /// `detector_slope_gain` is set (see the module docs; `m_hat` itself with
+    /// `detector_gain_groups = 1` and no slope gain).
+    pub fn trend(&self, m_hat: f64, num_deltas: u64, group_interval_ms: f64) -> f64 {
+        let n = num_deltas.min(self.gain_groups as u64) as f64;
+        match self.slope_gain {
+            Some(g) => n * g * m_hat / group_interval_ms.max(1e-3),
+            None => n * m_hat,
+        }
     }
 
-    /// Feeds `m_hat(i)` (after `num_deltas` deltas) for the group that arrived at `t`.
-    pub fn update(&mut self, m_hat: f64, num_deltas: u64, t: Instant) -> BwSignal {
-        let m = self.trend(m_hat, num_deltas);
+    /// Feeds `m_hat(i)` (after `num_deltas` deltas, groups `group_interval_ms` apart on average)
+    /// for the group that arrived at `t`.
+    pub fn update(
+        &mut self,
+        m_hat: f64,
+        num_deltas: u64,
+        group_interval_ms: f64,
+        t: Instant,
+    ) -> BwSignal {
+        let m = self.trend(m_hat, num_deltas, group_interval_ms);
         // Threshold adaptation with del_var_th(i-1).
         let dt_ms = self
             .last_t
@@ -1064,9 +1133,13 @@ impl RateReceiver for GccReceiver {
         let delta = self.prefilter.on_packet(info.seq, info.send_ts, now)?;
         let m_hat = self.filter.update(delta.d_ms, delta.inter_departure_ms);
         let prev = self.signal;
-        self.signal = self
-            .detector
-            .update(m_hat, self.filter.num_deltas(), delta.arrival);
+        let interval = self
+            .filter
+            .mean_inter_departure_ms()
+            .unwrap_or(delta.inter_departure_ms);
+        self.signal =
+            self.detector
+                .update(m_hat, self.filter.num_deltas(), interval, delta.arrival);
         if self.signal == BwSignal::Overuse && prev != BwSignal::Overuse {
             self.overuse_events += 1;
             let a_r = self.run_rate_control(now);
@@ -1135,7 +1208,9 @@ impl RateReceiver for GccReceiver {
 // ---------------------------------------------------------------------------------------------
 // Sender
 
-/// The loss-based controller of sec. 6: the new `As_hat` for loss fraction `p`.
+/// The loss-based controller of sec. 6: the new `As_hat` for loss fraction `p`, as the draft
+/// writes it (once per loss fraction; with [`GccConfig::loss_increase_per_sec`] set, the sender
+/// uses this only for decreases and increases by time instead).
 pub fn loss_based_update(cfg: &GccConfig, as_hat: f64, p: f64) -> f64 {
     if p > cfg.loss_high {
         as_hat * (1.0 - cfg.loss_decrease_gain * p)
@@ -1145,6 +1220,10 @@ pub fn loss_based_update(cfg: &GccConfig, as_hat: f64, p: f64) -> f64 {
         as_hat
     }
 }
+
+/// How far back the time-based loss increase looks for its base rate (1 s, WebRTC's
+/// `kBweIncreaseIntervalMs`).
+const LOSS_INCREASE_WINDOW: Duration = Duration::from_secs(1);
 
 /// GCC's send side: the loss-based controller and the final rate `min(As_hat, A_r)`.
 #[derive(Debug)]
@@ -1158,6 +1237,9 @@ pub struct GccSender {
     acc_expected: u64,
     last_loss_fraction: Option<f64>,
     next_update: Option<Instant>,
+    /// `(time, As_hat)` over the last [`LOSS_INCREASE_WINDOW`], increasing in `As_hat` (a
+    /// monotone deque: the front is the minimum), for the time-based increase.
+    min_history: VecDeque<(Instant, f64)>,
 }
 
 impl GccSender {
@@ -1173,6 +1255,7 @@ impl GccSender {
             acc_expected: 0,
             last_loss_fraction: None,
             next_update: None,
+            min_history: VecDeque::new(),
         })
     }
 
@@ -1192,8 +1275,43 @@ impl GccSender {
         self.srtt
     }
 
-    /// The rate update: `A_hat = min(As_hat, A_r)`, with `As_hat` kept at most `A_r`.
-    fn update_rate(&mut self) {
+    /// The rate update: the time-based loss increase (if configured and the last loss fraction
+    /// is below `loss_low`), then `A_hat = min(As_hat, A_r)`, with `As_hat` kept at most `A_r`.
+    fn update_rate(&mut self, now: Instant) {
+        self.cap_rate();
+        if let Some(f) = self.cfg.loss_increase_per_sec {
+            // WebRTC's UpdateMinHistory: the rate before this update joins the history first, so
+            // the base is the smallest rate of the last second and the increase does not
+            // compound between updates.
+            while self
+                .min_history
+                .front()
+                .is_some_and(|&(t, _)| now.saturating_since(t) > LOSS_INCREASE_WINDOW)
+            {
+                self.min_history.pop_front();
+            }
+            while self
+                .min_history
+                .back()
+                .is_some_and(|&(_, r)| r >= self.as_hat)
+            {
+                self.min_history.pop_back();
+            }
+            self.min_history.push_back((now, self.as_hat));
+            if self
+                .last_loss_fraction
+                .is_some_and(|p| p < self.cfg.loss_low)
+            {
+                let base = self.min_history.front().map_or(self.as_hat, |&(_, r)| r);
+                let target = base * f + self.cfg.loss_increase_extra_bps;
+                self.as_hat = self.as_hat.max(target);
+                self.cap_rate();
+            }
+        }
+    }
+
+    /// `As_hat` kept at most `A_r` and within the rate bounds; `A_hat = As_hat`.
+    fn cap_rate(&mut self) {
         let cap = self.a_r.unwrap_or(f64::INFINITY);
         self.as_hat = self
             .as_hat
@@ -1267,10 +1385,12 @@ impl RateSender for GccSender {
                 self.acc_received = 0;
                 self.acc_expected = 0;
                 self.last_loss_fraction = Some(p);
-                self.as_hat = loss_based_update(&self.cfg, self.as_hat, p);
+                if self.cfg.loss_increase_per_sec.is_none() || p > self.cfg.loss_high {
+                    self.as_hat = loss_based_update(&self.cfg, self.as_hat, p);
+                }
             }
         }
-        self.update_rate();
+        self.update_rate(now);
     }
 
     fn next_timer(&self) -> Option<Instant> {
@@ -1289,7 +1409,7 @@ impl RateSender for GccSender {
             next = now + self.cfg.sender_update_interval;
         }
         self.next_update = Some(next);
-        self.update_rate();
+        self.update_rate(now);
     }
 }
 
@@ -1478,6 +1598,7 @@ mod tests {
         // A_hat < 1.5 R_hat cap. The detector never fires; the queue fills and loss rules.
         let cfg = GccConfig {
             detector_gain_groups: 1,
+            detector_slope_gain: None,
             ..GccConfig::default()
         };
         let (tr, _, rcv) = single_flow(&cfg, 100);
@@ -1591,6 +1712,7 @@ mod tests {
     fn literal_draft_detector_needs_a_steep_ramp() {
         let cfg = GccConfig {
             detector_gain_groups: 1,
+            detector_slope_gain: None,
             ..GccConfig::default()
         };
         let mut rcv = GccReceiver::new(&cfg, "gcc").unwrap();
@@ -1614,57 +1736,59 @@ mod tests {
     fn overuse_needs_time_and_a_rising_estimate() {
         let cfg = GccConfig {
             detector_gain_groups: 1,
+            detector_slope_gain: None,
             ..GccConfig::default()
         };
         let mut det = OveruseDetector::new(&cfg);
         let t = Instant::from_millis;
-        assert_eq!(det.update(20.0, 1, t(0)), BwSignal::Normal); // above, 0 ms so far
-        assert_eq!(det.update(21.0, 2, t(5)), BwSignal::Normal); // 5 ms < overuse_time_th
-        assert_eq!(det.update(22.0, 3, t(10)), BwSignal::Overuse); // 10 ms, rising
-        assert_eq!(det.update(21.5, 4, t(15)), BwSignal::Normal); // above but m(i) < m(i-1)
-        assert_eq!(det.update(23.0, 5, t(20)), BwSignal::Overuse);
-        assert_eq!(det.update(0.0, 6, t(25)), BwSignal::Normal);
-        assert_eq!(det.update(-30.0, 7, t(30)), BwSignal::Underuse);
+        assert_eq!(det.update(20.0, 1, 10.0, t(0)), BwSignal::Normal); // above, 0 ms so far
+        assert_eq!(det.update(21.0, 2, 10.0, t(5)), BwSignal::Normal); // 5 ms < overuse_time_th
+        assert_eq!(det.update(22.0, 3, 10.0, t(10)), BwSignal::Overuse); // 10 ms, rising
+        assert_eq!(det.update(21.5, 4, 10.0, t(15)), BwSignal::Normal); // above but m(i) < m(i-1)
+        assert_eq!(det.update(23.0, 5, 10.0, t(20)), BwSignal::Overuse);
+        assert_eq!(det.update(0.0, 6, 10.0, t(25)), BwSignal::Normal);
+        assert_eq!(det.update(-30.0, 7, 10.0, t(30)), BwSignal::Underuse);
         // After dropping below, the 10 ms start again.
-        assert_eq!(det.update(30.0, 8, t(35)), BwSignal::Normal);
+        assert_eq!(det.update(30.0, 8, 10.0, t(35)), BwSignal::Normal);
     }
 
     #[test]
     fn adaptive_threshold_follows_the_draft() {
         let cfg = GccConfig {
             detector_gain_groups: 1,
+            detector_slope_gain: None,
             ..GccConfig::default()
         };
         let mut det = OveruseDetector::new(&cfg);
         let t = Instant::from_millis;
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        det.update(0.0, 1, t(0)); // no previous t: no update
+        det.update(0.0, 1, 10.0, t(0)); // no previous t: no update
         assert!(close(det.threshold_ms(), 12.5));
         // |m| < del_var_th: K_d. 12.5 + 10 * 0.00018 * (0 - 12.5).
-        det.update(0.0, 2, t(10));
+        det.update(0.0, 2, 10.0, t(10));
         let th = 12.5 - 10.0 * 0.00018 * 12.5;
         assert!(close(det.threshold_ms(), th), "{}", det.threshold_ms());
         // |m| >= del_var_th: K_u, for either sign of m.
-        det.update(-20.0, 3, t(20));
+        det.update(-20.0, 3, 10.0, t(20));
         let th = th + 10.0 * 0.01 * (20.0 - th);
         assert!(close(det.threshold_ms(), th), "{}", det.threshold_ms());
         // |m| - del_var_th > 15: no update.
-        det.update(th + 15.5, 4, t(30));
+        det.update(th + 15.5, 4, 10.0, t(30));
         assert!(close(det.threshold_ms(), th));
         // t(i) - t(i-1) is capped at 100 ms.
-        det.update(th + 10.0, 5, t(10_000));
+        det.update(th + 10.0, 5, 10.0, t(10_000));
         let th = th + 100.0 * 0.01 * 10.0;
         assert!(close(det.threshold_ms(), th), "{}", det.threshold_ms());
         // Clamped to [6, 600] ms.
         let mut now = 10_000;
         for _ in 0..10_000 {
             now += 10;
-            det.update(det.threshold_ms() + 14.0, 6, t(now));
+            det.update(det.threshold_ms() + 14.0, 6, 10.0, t(now));
         }
         assert!(close(det.threshold_ms(), 600.0));
         for _ in 0..100_000 {
             now += 100;
-            det.update(0.0, 7, t(now));
+            det.update(0.0, 7, 10.0, t(now));
         }
         assert!(close(det.threshold_ms(), 6.0));
         // K_u > K_d: raising is 55 times faster than lowering.
@@ -1812,8 +1936,14 @@ mod tests {
         for p in [0.02, 0.05, 0.1] {
             assert!(close(loss_based_update(&cfg, 1e6, p), 1e6), "{p}");
         }
-        // At the sender: reports accumulate to 20 expected packets; rate = min(As_hat, A_r).
-        let mut snd = GccSender::new(&cfg, "gcc").unwrap();
+        // At the sender, the draft's per-report increase (`loss_increase_per_sec: None`; the
+        // default increases by time, below): reports accumulate to 20 expected packets;
+        // rate = min(As_hat, A_r).
+        let draft = GccConfig {
+            loss_increase_per_sec: None,
+            ..GccConfig::default()
+        };
+        let mut snd = GccSender::new(&draft, "gcc").unwrap();
         let fb = |remb_bps: f64, received, expected| Feedback {
             size_bytes: FEEDBACK_BYTES,
             payload: Box::new(GccFeedback {
@@ -1836,6 +1966,45 @@ mod tests {
         snd.on_feedback(&fb(200_000.0, 20, 20), t);
         assert!(close(snd.rate_bps(), 200_000.0));
         assert!(close(snd.as_hat_bps(), 200_000.0));
+
+        // The default, WebRTC's time-based increase: 1.08 x the smallest As_hat of the last
+        // second + 1 kbit/s on every update while the last loss fraction is below 2%, whatever
+        // the packet rate; decreases stay once per loss fraction.
+        let mut snd = GccSender::new(&cfg, "gcc").unwrap();
+        let ms = Instant::from_millis;
+        snd.on_feedback(&fb(1e7, 5, 10), ms(100));
+        assert!(close(snd.rate_bps(), 300_000.0), "no loss fraction yet");
+        snd.on_feedback(&fb(1e7, 10, 10), ms(100)); // p = 0.25
+        let r0 = 300_000.0 * 0.875;
+        assert!(close(snd.rate_bps(), r0));
+        snd.on_timer(ms(125)); // Timer set only by on_send; nothing happens.
+        assert!(close(snd.rate_bps(), r0), "{}", snd.rate_bps());
+        snd.on_feedback(&fb(1e7, 20, 20), ms(200)); // p = 0: up 8% at once
+        let r1 = r0 * 1.08 + 1000.0;
+        assert!(close(snd.rate_bps(), r1), "{}", snd.rate_bps());
+        // Further updates within the second do not compound.
+        for k in 1..10 {
+            snd.on_feedback(&fb(1e7, 0, 0), ms(200 + 50 * k));
+            assert!(close(snd.rate_bps(), r1), "{k}: {}", snd.rate_bps());
+        }
+        // r0, last recorded at 200 ms (before the increase), leaves the 1 s history after
+        // 1200 ms; then the base is r1.
+        snd.on_feedback(&fb(1e7, 0, 0), ms(1150));
+        assert!(close(snd.rate_bps(), r1), "{}", snd.rate_bps());
+        snd.on_feedback(&fb(1e7, 0, 0), ms(1250));
+        assert!(
+            close(snd.rate_bps(), r1 * 1.08 + 1000.0),
+            "{}",
+            snd.rate_bps()
+        );
+        // About 8% per second over 10 s, capped by A_r.
+        for k in 0..200 {
+            snd.on_feedback(&fb(1e7, 0, 0), ms(1300 + 50 * k));
+        }
+        let g = snd.rate_bps() / r1;
+        assert!(g > 1.08f64.powi(9) && g < 1.09f64.powi(12), "{g}");
+        snd.on_feedback(&fb(300_000.0, 0, 0), ms(11_300));
+        assert!(close(snd.rate_bps(), 300_000.0));
     }
 
     #[test]
