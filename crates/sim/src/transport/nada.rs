@@ -380,6 +380,11 @@ impl RateSender for NadaSender {
         "nada"
     }
 
+    /// The controller's RTT estimate, for the conservative FSE's 2-RTT timer.
+    fn rtt(&self) -> Option<Duration> {
+        NadaSender::rtt(self)
+    }
+
     /// `r_send = r_ref` (no rate-shaping buffer, see the module docs).
     fn rate_bps(&self) -> f64 {
         self.r_ref

@@ -406,6 +406,11 @@ impl RateSender for TfrcSender {
         "tfrc"
     }
 
+    /// The controller's RTT estimate, for the conservative FSE's 2-RTT timer.
+    fn rtt(&self) -> Option<Duration> {
+        TfrcSender::rtt(self)
+    }
+
     fn rate_bps(&self) -> f64 {
         8.0 * self.x
     }
