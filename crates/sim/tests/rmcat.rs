@@ -112,12 +112,15 @@ fn rtt_fairness_five_flows() {
     }
 }
 
-/// Known open issue (issue 4 stays open for it): GCC resumes at its old rate but then loses out to
-/// the two flows that kept sending, ending near 0.05 Mbit/s. Its delay-based estimate holds
-/// (~540 kbit/s); its loss-based estimate keeps seeing 15-48 % loss over its 20-packet windows while
-/// the big flows keep the drop-tail queue full, so it never gets below 2 % to grow. The pause
-/// itself is handled (transport::gcc's `pause_keeps_the_estimate_and_the_flow_recovers`).
-const RESUME_OPEN: &[&str] = &["gcc"];
+/// Controllers whose resume share is not checked (known open issues). GCC used to be here: it
+/// resumed at its old rate but then ended near 0.05 Mbit/s, its loss-based estimate seeing
+/// 15-48 % loss over its 20-packet windows while the two flows that kept sending held the
+/// drop-tail queue full (loss in the 2-10 % hold band, no delay variation). Since transport::gcc
+/// caps `As_hat` at `0.95 R_hat` on a hold-band loss fraction (`GccConfig::loss_hold_cap_factor`)
+/// the big flows drain that standing queue and the resumed flow ends at ~0.66 Mbit/s against
+/// ~1.14 before. The pause itself: transport::gcc's
+/// `pause_keeps_the_estimate_and_the_flow_recovers`.
+const RESUME_OPEN: &[&str] = &[];
 
 #[test]
 fn media_pause_and_resume() {
