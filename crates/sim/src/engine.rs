@@ -1074,6 +1074,11 @@ impl Sim {
         self.trace_event(PacketEventKind::Enqueue, link.0, &p);
         let l = &mut self.net.links[link.0 as usize];
         l.stats.offered_pkts += 1;
+        if l.transmitting.is_none() && l.queue.bypass_when_idle() {
+            // A plain FIFO at an idle link: in and straight out again (see Queue::bypass_when_idle).
+            self.start_tx(link, id, p.size_bytes);
+            return;
+        }
         l.account_queue(now);
         let item = QItem {
             id,

@@ -57,6 +57,12 @@ pub trait Queue: std::fmt::Debug + Send {
     fn dequeue(&mut self, now: Instant) -> Option<QItem>;
     fn len_pkts(&self) -> usize;
     fn len_bytes(&self) -> u64;
+    /// An arrival at an idle link would go in and straight out again, with no other effect (a
+    /// plain FIFO): the link may skip the queue. Disciplines with state (RED's average, a
+    /// marker's bucket, random drop) must see every arrival and keep the default, false.
+    fn bypass_when_idle(&self) -> bool {
+        false
+    }
 }
 
 /// A queue's capacity.
@@ -242,6 +248,10 @@ impl DropTail {
 }
 
 impl Queue for DropTail {
+    fn bypass_when_idle(&self) -> bool {
+        true
+    }
+
     fn enqueue(&mut self, item: QItem, _now: Instant, _rng: &mut SimRng) -> Option<QItem> {
         if !self.limit.fits(self.q.len(), self.bytes, item.size_bytes) {
             return Some(item);
