@@ -1,0 +1,46 @@
+"""The CLI and the results store."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+from macroflow.results import load_results, run_key, run_to_store
+from macroflow.scenario import load
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "scenarios" / "coupled_vs_uncoupled_dumbbell.toml"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "macroflow", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_run_stores_parquet_with_a_manifest_and_does_not_repeat(tmp_path):
+    sc = load(EXAMPLE).model_copy(update={"duration_s": 5.0})
+    a = run_to_store(sc, tmp_path)
+    assert a.name == run_key(sc)
+    manifest = json.loads((a / "manifest.json").read_text())
+    assert set(manifest["tables"]) >= {"flows", "links", "media_flows"}
+    t = load_results(a)
+    assert t["flows"].num_rows == 2
+    mtime = (a / "manifest.json").stat().st_mtime_ns
+    assert run_to_store(sc, tmp_path) == a and (a / "manifest.json").stat().st_mtime_ns == mtime
+    other = sc.model_copy(update={"seed": 2})
+    assert run_key(other) != run_key(sc)
+    assert not list(tmp_path.glob(".partial-*")), "no half-written results left"
+
+
+def test_cli_run_list_help_and_errors(tmp_path):
+    r = cli("run", str(EXAMPLE), "--out", str(tmp_path), "--duration", "3")
+    assert r.returncode == 0, r.stderr
+    assert "goodput" in r.stdout and "media/nada" in r.stdout
+    assert len(list(tmp_path.iterdir())) == 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nduration_s = -1\n[topology]\npairs = 1\n[[flows]]\ntype = "tcp"\npair = 0\n')
+    r = cli("run", str(bad))
+    assert r.returncode == 2 and "duration_s" in r.stderr and "bad.toml" in r.stderr
+    r = cli("list")
+    assert "coupled_vs_uncoupled_dumbbell.toml" in r.stdout
+    r = cli("run", "--help")
+    assert r.returncode == 0 and "scenario file" in r.stdout
