@@ -156,7 +156,6 @@ struct MediaFlow {
     rcv_timer: Option<Instant>,
     fse: Option<FseCoupling>,
     in_fse: bool,
-    reported_cc: f64,
     sent_pkts: u64,
     sent_bytes: u64,
     received_pkts: u64,
@@ -180,6 +179,45 @@ enum FseMsg {
 #[derive(Debug)]
 struct Group {
     coupler: Box<dyn TcpCoupler>,
+}
+
+/// Values waiting for an event that carries only their index (feedback payloads in flight, delayed
+/// FSE messages): slots are reused, so memory follows what is pending.
+#[derive(Debug)]
+struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    fn insert(&mut self, v: T) -> u32 {
+        match self.free.pop() {
+            Some(s) => {
+                self.items[s as usize] = Some(v);
+                s
+            }
+            None => {
+                self.items.push(Some(v));
+                self.items.len() as u32 - 1
+            }
+        }
+    }
+
+    fn take(&mut self, slot: u32) -> T {
+        self.free.push(slot);
+        self.items[slot as usize]
+            .take()
+            .expect("a pending slot holds its value")
+    }
 }
 
 /// Totals for the packet-conservation check.
@@ -217,9 +255,8 @@ pub struct Sim {
     udp: Vec<UdpFlow>,
     media: Vec<MediaFlow>,
     fse_groups: Vec<FseGroup>,
-    fse_msgs: Vec<Option<FseMsg>>,
-    feedback: Vec<Option<Feedback>>,
-    feedback_free: Vec<u32>,
+    fse_msgs: Slab<FseMsg>,
+    feedback: Slab<Feedback>,
     media_samples: Vec<MediaSample>,
 }
 
@@ -273,9 +310,8 @@ impl Sim {
             udp: Vec::new(),
             media: Vec::new(),
             fse_groups: Vec::new(),
-            fse_msgs: Vec::new(),
-            feedback: Vec::new(),
-            feedback_free: Vec::new(),
+            fse_msgs: Slab::default(),
+            feedback: Slab::default(),
             media_samples: Vec::new(),
         })
     }
@@ -545,7 +581,6 @@ impl Sim {
             rcv_timer: None,
             fse: None,
             in_fse: false,
-            reported_cc: f64::NAN,
             sent_pkts: 0,
             sent_bytes: 0,
             received_pkts: 0,
@@ -611,9 +646,9 @@ impl Sim {
             self.fse_deliver(msg);
             return;
         }
-        self.fse_msgs.push(Some(msg));
+        let slot = self.fse_msgs.insert(msg);
         let at = self.now + delay;
-        self.schedule(at, Event::FseMsg(self.fse_msgs.len() as u32 - 1));
+        self.schedule(at, Event::FseMsg(slot));
     }
 
     fn fse_deliver(&mut self, msg: FseMsg) {
@@ -663,7 +698,6 @@ impl Sim {
                 let m = &mut self.media[flow as usize];
                 if m.in_fse {
                     m.snd.set_fse_rate_bps(rate_bps, now);
-                    m.reported_cc = m.snd.cc_rate_bps();
                     self.media_pace(flow);
                 }
             }
@@ -694,14 +728,12 @@ impl Sim {
                 let m = &mut self.media[i as usize];
                 m.in_fse = true;
                 m.snd.set_fse_rate_bps(rate, now);
-                m.reported_cc = m.snd.cc_rate_bps();
             }
             return;
         }
         // Every time the controller computes a rate, the flow calls UPDATE (RFC 8699 sec. 5.3),
         // whether or not the rate changed.
         let cc = m.snd.cc_rate_bps();
-        m.reported_cc = cc;
         let msg = FseMsg::Update {
             flow: i,
             cc_rate_bps: cc.clamp(0.0, coupling::units::MAX_RATE_BPS),
@@ -814,17 +846,7 @@ impl Sim {
         p.dscp = m.cfg.dscp;
         p.hash = m.hash;
         p.ts_ns = self.now.as_nanos();
-        let slot = match self.feedback_free.pop() {
-            Some(s) => {
-                self.feedback[s as usize] = Some(fb);
-                s
-            }
-            None => {
-                self.feedback.push(Some(fb));
-                self.feedback.len() as u32 - 1
-            }
-        };
-        p.seq = slot as u64;
+        p.seq = self.feedback.insert(fb) as u64;
         self.out.packets.push(p);
         self.flush();
     }
@@ -852,11 +874,7 @@ impl Sim {
                 self.arm_media_timers(i);
             }
             PacketKind::MediaFeedback => {
-                let slot = p.seq as u32;
-                let fb = self.feedback[slot as usize]
-                    .take()
-                    .expect("feedback payload stored");
-                self.feedback_free.push(slot);
+                let fb = self.feedback.take(p.seq as u32);
                 let m = &mut self.media[i as usize];
                 let before = m.snd.rate_bps();
                 m.snd.on_feedback(&fb, now);
@@ -1017,13 +1035,8 @@ impl Sim {
                 self.arm_media_timers(i);
             }
             Event::FseMsg(k) => {
-                if let Some(msg) = self.fse_msgs[k as usize].take() {
-                    self.fse_deliver(msg);
-                }
-                // The message log is cleared whenever it has been fully delivered.
-                if self.fse_msgs.iter().all(|m| m.is_none()) {
-                    self.fse_msgs.clear();
-                }
+                let msg = self.fse_msgs.take(k);
+                self.fse_deliver(msg);
             }
             Event::SetPriority(i) => {
                 let (flow, p) = self.priority_changes[i as usize];
