@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	@command -v python3 >/dev/null || { echo "python3 not found" >&2; exit 1; }
 	python3 -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "pyarrow>=14" "pydantic>=2.5" "typer>=0.12" "rich>=13"
+	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "pyarrow>=14" "pydantic>=2.5" "typer>=0.12" "rich>=13" "matplotlib>=3.7" "numpy>=1.24" "ray>=2.9"
 	@# tshark reads the simulator's pcap captures in a test (which says "skipped" without it).
 	command -v tshark >/dev/null || { echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections 2>/dev/null; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark) >/dev/null 2>&1 || echo "tshark not installed: the pcap test will skip"; }

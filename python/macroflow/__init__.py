@@ -6,6 +6,10 @@ nanoseconds on a clock the caller chooses (nothing here reads a clock); spans su
 timeouts are float seconds (``_s``); rates are float bit/s (``_bps``); windows are float packets
 (``_pkts``). Every error is a :class:`CouplingError` (a ``ValueError``), and a call that raises
 leaves the object unchanged.
+
+Experiments (scenario files, sweeps, reproductions, reports) have a Python API mirroring the
+``macroflow`` command: :func:`run`, :func:`sweep`, :func:`reproduce`, :func:`report`,
+:func:`load_results` (see :mod:`macroflow.api`).
 """
 
 from macroflow._native import (
@@ -38,6 +42,7 @@ from macroflow._native import (
     UnsupportedError,
     __version__,
 )
+from macroflow.api import load_results, report, reproduce, run, sweep
 
 __all__ = [
     "FSE_ALGORITHMS",
@@ -68,4 +73,9 @@ __all__ = [
     "UnknownGroupError",
     "UnsupportedError",
     "__version__",
+    "load_results",
+    "report",
+    "reproduce",
+    "run",
+    "sweep",
 ]

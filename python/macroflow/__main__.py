@@ -1,43 +1,69 @@
-"""`macroflow` / `python -m macroflow`: without arguments, the main job (the coupling demonstration
-in macroflow.demo); `macroflow run FILE` runs a scenario file into the results store; `macroflow
-list` lists the shipped scenarios."""
+"""The ``macroflow`` command (also ``python -m macroflow``).
+
+Without arguments it runs the main job (:func:`macroflow.demo.main`: the coupling library's worked
+examples, then the coupled-versus-uncoupled reproduction, leaving ``out/report.html``). Commands:
+``run FILE``, ``sweep FILE --set key=v1,v2 --seeds N``, ``reproduce NAME``, ``report DIR``,
+``list``; ``--help`` on each says what it does.
+"""
 
 from __future__ import annotations
 
 import pathlib
 import sys
+from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from macroflow import demo
 from macroflow.results import load_results, run_to_store
 from macroflow.scenario import ScenarioError, load
+from macroflow.console import console, print_checks, sweep_progress
+from macroflow.sweep import SweepError, SweepProgress, plan_file, sweep
 
-app = typer.Typer(add_completion=False, help="macroflow: coupled congestion control experiments.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    help="macroflow: coupled congestion control experiments. Without a command: the main job "
+    "(worked examples, then the coupled-vs-uncoupled reproduction into out/report.html).",
+)
 SCENARIOS = pathlib.Path(__file__).resolve().parent.parent.parent / "scenarios"
+
+
+def _fail(msg: str) -> None:
+    typer.echo(msg, err=True)
+    raise typer.Exit(2)
 
 
 @app.command("run")
 def run_cmd(
     file: pathlib.Path = typer.Argument(..., help="a scenario file (TOML), e.g. scenarios/coupled_vs_uncoupled_dumbbell.toml"),
     out: pathlib.Path = typer.Option(pathlib.Path("out/results"), help="results store: one directory per run, keyed by a hash"),
-    duration: float = typer.Option(None, help="override the scenario's duration_s (seconds)"),
+    duration: Optional[float] = typer.Option(None, help="override the scenario's duration_s (seconds)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ) -> None:
-    """Validate FILE, run it on the simulator, and store its tables as Parquet with a manifest.
-    A run already in the store is not repeated."""
+    """Run one scenario file on the simulator and store its results.
+
+    FILE is validated first (nothing runs on an invalid file); the run shows simulated time, and
+    its tables are stored as Parquet with a manifest under OUT/<hash>. A run already in the store
+    is not repeated."""
     try:
         sc = load(file)
     except ScenarioError as e:
-        typer.echo(str(e), err=True)
-        raise typer.Exit(2)
+        _fail(str(e))
     if duration is not None:
         if not duration > 0:
-            typer.echo(f"--duration: expected seconds > 0, got {duration}", err=True)
-            raise typer.Exit(2)
+            _fail(f"--duration: expected seconds > 0, got {duration}")
         sc = sc.model_copy(update={"duration_s": duration})
-    path = run_to_store(sc, out)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} s simulated"),
+        TimeElapsedColumn(), console=console, disable=quiet,
+    ) as prog:
+        task = prog.add_task(sc.name, total=sc.duration_s)
+        path = run_to_store(sc, out, progress=lambda t: prog.update(task, completed=t))
+        prog.update(task, completed=sc.duration_s)
     t = load_results(path)
     table = Table(title=f"{sc.name}: {path}")
     for col in ("kind", "flow", "goodput Mbit/s"):
@@ -51,11 +77,112 @@ def run_cmd(
     Console().print(table)
 
 
+@app.command("sweep")
+def sweep_cmd(
+    file: pathlib.Path = typer.Argument(..., help="the scenario file to sweep"),
+    set_: List[str] = typer.Option(
+        [], "--set", help="KEY=V1,V2,...: a dotted path into the file and its values, e.g. topology.queue_pkts=40,83 "
+        "or groups.0.kind=none,ccc; repeat for a grid (the cartesian product)",
+    ),
+    seeds: int = typer.Option(1, help="seeds per point: the file's seed and the ones after it"),
+    out: Optional[pathlib.Path] = typer.Option(None, help="results store (default out/sweeps/<scenario name>)"),
+    workers: Optional[int] = typer.Option(None, help="local processes (default: one per CPU)"),
+    ray: Optional[str] = typer.Option(None, help="run on Ray instead: a cluster address, 'auto', or 'local' for a private instance"),
+    duration: Optional[float] = typer.Option(None, help="override the scenario's duration_s (seconds)"),
+    report: bool = typer.Option(True, help="write OUT/report.html when done"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+) -> None:
+    """Run a scenario file over a grid of settings and seeds.
+
+    Every point is validated before anything runs. Runs go to a local process pool (or a Ray
+    cluster with --ray) and into a results store; runs already stored are skipped, so a killed
+    sweep started again runs only what is missing. Example:
+    macroflow sweep scenarios/coupled_vs_uncoupled_dumbbell.toml --set groups.0.kind=ccc,etcp --set topology.queue_pkts=40,83 --seeds 3"""
+    try:
+        sc, jobs, meta = plan_file(file, set_, seeds, duration)
+    except (ScenarioError, SweepError) as e:
+        _fail(str(e))
+    out = out or pathlib.Path("out/sweeps") / sc.name
+    prog, update = sweep_progress(f"sweep {sc.name}", quiet)
+    try:
+        sweep(jobs, out, workers=workers, ray=ray, on_progress=update, meta=meta)
+    except SweepError as e:
+        _fail(str(e))
+    finally:
+        prog.stop()
+    typer.echo(f"{len({j.key for j in jobs})} runs in {out}")
+    if report:
+        from macroflow.report import write_report
+
+        typer.echo(f"report: {write_report(out)}")
+
+
+@app.command("reproduce")
+def reproduce_cmd(
+    name: str = typer.Argument(..., help="a named reproduction (see `macroflow list`)"),
+    out: Optional[pathlib.Path] = typer.Option(None, help="where to store it (default out/reproductions/NAME)"),
+    seeds: Optional[int] = typer.Option(None, help="seeds per point (default: the reproduction's)"),
+    duration: Optional[float] = typer.Option(None, help="simulated seconds per run (default: the reproduction's)"),
+    quick: bool = typer.Option(False, help="fewer seeds and shorter runs, for a first look"),
+    workers: Optional[int] = typer.Option(None, help="local processes (default: one per CPU)"),
+    ray: Optional[str] = typer.Option(None, help="run on Ray: a cluster address, 'auto', or 'local'"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+) -> None:
+    """Run a named reproduction of a source's experiment and check it.
+
+    Runs its sweeps (resuming after a kill), compares our results with the source's expected
+    outcomes, and writes DIR/reproduction.json and DIR/report.html with the figures and PASS/FAIL."""
+    from macroflow.reproduce import REPRODUCTIONS, reproduce
+
+    if name not in REPRODUCTIONS:
+        _fail(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}")
+    bars = {}
+
+    def on_progress(part: str, p: SweepProgress) -> None:
+        if part not in bars:
+            bars[part] = sweep_progress(f"{name}/{part}", quiet)
+        bars[part][1](p)
+
+    try:
+        path = reproduce(name, out, seeds=seeds, duration_s=duration, quick=quick, workers=workers, ray=ray, on_progress=on_progress)
+    except (ValueError, SweepError) as e:
+        _fail(str(e))
+    finally:
+        for prog, _ in bars.values():
+            prog.stop()
+    print_checks(path.parent)
+    typer.echo(f"report: {path}")
+
+
+@app.command("report")
+def report_cmd(
+    dir: pathlib.Path = typer.Argument(..., help="a results store (from run, sweep or reproduce)"),
+    out: Optional[pathlib.Path] = typer.Option(None, help="the HTML file (default DIR/report.html)"),
+) -> None:
+    """Write a self-contained HTML report of a results store.
+
+    Summary tables, figures (time series, each metric against each swept parameter with the
+    spread over seeds, CDFs) and, for a named reproduction, the source's expected values beside
+    ours with PASS/FAIL."""
+    from macroflow.report import write_report
+
+    try:
+        typer.echo(f"report: {write_report(dir, out)}")
+    except (FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+
+
 @app.command("list")
 def list_cmd() -> None:
-    """List the shipped scenario files."""
+    """List the shipped scenario files and the named reproductions."""
+    from macroflow.reproduce import REPRODUCTIONS
+
+    typer.echo("scenarios:")
     for f in sorted(SCENARIOS.glob("*.toml")):
-        typer.echo(f.relative_to(SCENARIOS.parent))
+        typer.echo(f"  {f.relative_to(SCENARIOS.parent)}")
+    typer.echo("reproductions (macroflow reproduce NAME):")
+    for name, r in sorted(REPRODUCTIONS.items()):
+        typer.echo(f"  {name}: {r.title}")
 
 
 def main() -> None:

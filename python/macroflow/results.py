@@ -1,8 +1,18 @@
 """The results store: each run's tables as Parquet under a directory keyed by a hash of the
 scenario (with its seed and parameters) and the code version, with a manifest.
 
-A run is written to a temporary directory and renamed into place when complete, so a run killed at
-any moment leaves either nothing or a whole result, never half of one.
+Layout of a store directory ``DIR``::
+
+    DIR/<key>/manifest.json      key, scenario (as validated), params (the sweep's settings,
+                                 dotted path -> value), seed, version, tables, rows, summary
+                                 (macroflow.metrics.summarize), priorities (TCP flow id -> priority)
+    DIR/<key>/<table>.parquet    one per table of macroflow.sim.TABLES
+    DIR/sweep.json               written by a sweep: the base scenario, grid, seeds and run keys
+    DIR/reproduction.json        written by a named reproduction: its checks, expected vs ours
+
+A run is written to a temporary directory (``DIR/.partial-*``) and renamed into place when
+complete, so a run killed at any moment leaves either nothing or a whole result, never half of one;
+leftover partial directories are ignored, and removed by the next sweep when their writer is dead.
 """
 
 from __future__ import annotations
@@ -13,15 +23,26 @@ import os
 import pathlib
 import shutil
 import tempfile
-from typing import Dict, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from macroflow._native import __version__
-from macroflow.scenario import Scenario, run
+from macroflow.metrics import summarize
+from macroflow.scenario import Scenario, TcpFlow, run
 
-__all__ = ["run_key", "run_to_store", "load_results"]
+__all__ = [
+    "run_key",
+    "compute_run",
+    "store_run",
+    "is_stored",
+    "clean_partials",
+    "run_to_store",
+    "load_results",
+    "list_runs",
+    "write_json_atomic",
+]
 
 
 def run_key(sc: Scenario) -> str:
@@ -30,35 +51,134 @@ def run_key(sc: Scenario) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def run_to_store(sc: Scenario, out: Union[str, pathlib.Path]) -> pathlib.Path:
-    """Runs `sc` unless its result is already in `out`; returns the result directory."""
+def write_json_atomic(path: pathlib.Path, data: Any) -> None:
+    """Writes JSON so that a reader (or a kill) never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _priorities(sc: Scenario) -> Dict[str, float]:
+    """TCP flow id -> priority of the coupled TCP flows (the simulator numbers TCP flows 0, 1, ...
+    in file order, separately from media and UDP flows)."""
+    tcp = [f for f in sc.flows if isinstance(f, TcpFlow)]
+    return {str(i): f.priority for i, f in enumerate(tcp) if f.group is not None}
+
+
+def compute_run(
+    sc: Scenario,
+    params: Optional[Mapping[str, Any]] = None,
+    progress: Optional[Callable[[float], None]] = None,
+) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
+    """Runs `sc` and returns its manifest and its tables as Parquet bytes, ready for
+    :func:`store_run`. This is what sweep workers (local processes or Ray tasks) execute, so that
+    only the driver writes to the store and a worker needs no shared file system."""
+    tables = run(sc, progress=progress)
+    prio = _priorities(sc)
+    blobs = {}
+    for name, table in tables.items():
+        buf = pa.BufferOutputStream()
+        pq.write_table(table, buf)
+        blobs[name] = buf.getvalue().to_pybytes()
+    manifest = {
+        "key": run_key(sc),
+        "scenario": sc.model_dump(mode="json"),
+        "params": dict(params or {}),
+        "seed": sc.seed,
+        "priorities": prio,
+        "summary": summarize(tables, {int(k): v for k, v in prio.items()}),
+        "version": __version__,
+        "tables": sorted(tables),
+        "rows": {name: t.num_rows for name, t in tables.items()},
+    }
+    return manifest, blobs
+
+
+def is_stored(out: Union[str, pathlib.Path], key: str) -> bool:
+    """Whether the run `key` is complete in the store `out`."""
+    return (pathlib.Path(out) / key / "manifest.json").exists()
+
+
+def store_run(out: Union[str, pathlib.Path], manifest: Dict[str, Any], blobs: Mapping[str, bytes]) -> pathlib.Path:
+    """Writes one run into the store atomically (a temporary directory renamed into place; the
+    manifest is written last, so a directory without one is never a result)."""
     out = pathlib.Path(out)
-    final = out / run_key(sc)
-    if (final / "manifest.json").exists():
+    final = out / manifest["key"]
+    if is_stored(out, manifest["key"]):
         return final
     out.mkdir(parents=True, exist_ok=True)
-    tables = run(sc)
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-", dir=out))
     try:
-        for name, table in tables.items():
-            pq.write_table(table, tmp / f"{name}.parquet")
-        manifest = {
-            "key": final.name,
-            "scenario": sc.model_dump(mode="json"),
-            "version": __version__,
-            "tables": sorted(tables),
-            "rows": {name: t.num_rows for name, t in tables.items()},
-        }
+        for name, blob in blobs.items():
+            (tmp / f"{name}.parquet").write_bytes(blob)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        os.replace(tmp, final)
+        try:
+            os.replace(tmp, final)
+        except OSError:
+            # Another driver stored the same run first (same key, same content): keep theirs.
+            if not is_stored(out, manifest["key"]):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
 
 
+def clean_partials(out: Union[str, pathlib.Path]) -> int:
+    """Removes the temporary directories of writers that died (killed mid-write); returns how
+    many. Those of live processes are left alone."""
+    n = 0
+    for d in pathlib.Path(out).glob(".partial-*"):
+        try:
+            pid = int(d.name.split("-")[1])
+            os.kill(pid, 0)
+            continue  # its writer is alive
+        except (ValueError, IndexError, ProcessLookupError):
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        n += 1
+    return n
+
+
+def run_to_store(
+    sc: Scenario,
+    out: Union[str, pathlib.Path],
+    params: Optional[Mapping[str, Any]] = None,
+    progress: Optional[Callable[[float], None]] = None,
+) -> pathlib.Path:
+    """Runs `sc` unless its result is already in `out`; returns the result directory. `params`
+    (the sweep's settings that produced `sc`) are recorded in the manifest; `progress` is passed
+    to :func:`macroflow.scenario.run`."""
+    if is_stored(out, run_key(sc)):
+        return pathlib.Path(out) / run_key(sc)
+    return store_run(out, *compute_run(sc, params, progress))
+
+
 def load_results(path: Union[str, pathlib.Path]) -> Dict[str, pa.Table]:
-    """The tables of one stored run."""
+    """The tables of one stored run (a directory holding ``manifest.json``)."""
     p = pathlib.Path(path)
-    manifest = json.loads((p / "manifest.json").read_text())
+    try:
+        manifest = json.loads((p / "manifest.json").read_text())
+    except OSError:
+        raise FileNotFoundError(f"{p}: not a stored run (no manifest.json)") from None
     return {name: pq.read_table(p / f"{name}.parquet") for name in manifest["tables"]}
+
+
+def list_runs(store: Union[str, pathlib.Path]) -> List[Dict[str, Any]]:
+    """The manifests of every complete run in a store directory, each with ``path`` added, in a
+    stable order (by params, then seed, then key)."""
+    store = pathlib.Path(store)
+    if not store.is_dir():
+        raise FileNotFoundError(f"{store}: no such results directory")
+    runs = []
+    for m in store.glob("*/manifest.json"):
+        if m.parent.name.startswith("."):
+            continue
+        d = json.loads(m.read_text())
+        d["path"] = str(m.parent)
+        runs.append(d)
+    runs.sort(key=lambda d: (json.dumps(d.get("params", {}), sort_keys=True), d.get("seed", 0), d["key"]))
+    return runs

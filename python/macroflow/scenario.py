@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pathlib
 import tomllib
-from typing import Annotated, Dict, List, Literal, Optional, Tuple, Union
+from typing import Annotated, Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from macroflow._native import FSE_ALGORITHMS, TCP_COUPLER_KINDS
 from macroflow.sim import Simulation, tables
 
-__all__ = ["Scenario", "ScenarioError", "load", "parse", "run"]
+__all__ = ["Scenario", "ScenarioError", "load", "parse", "validate", "run"]
 
 
 class ScenarioError(ValueError):
@@ -157,16 +157,21 @@ def _explain(e: ValidationError, source: str) -> ScenarioError:
     return ScenarioError("\n".join(lines))
 
 
+def validate(data: Dict[str, Any], source: str = "<dict>") -> Scenario:
+    """Validates a scenario given as the dictionary a TOML file parses to (sweeps build these)."""
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise _explain(e, source) from None
+
+
 def parse(text: str, source: str = "<string>") -> Scenario:
     """Validates a scenario given as TOML text."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{source}: not valid TOML: {e}") from None
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as e:
-        raise _explain(e, source) from None
+    return validate(data, source)
 
 
 def load(path: Union[str, pathlib.Path]) -> Scenario:
@@ -179,8 +184,13 @@ def load(path: Union[str, pathlib.Path]) -> Scenario:
     return parse(text, str(p))
 
 
-def run(sc: Scenario) -> Dict[str, pa.Table]:
-    """Runs a validated scenario and returns its results as Arrow tables."""
+#: Progress is reported this many times over a run (the simulator runs in as many chunks).
+PROGRESS_STEPS = 100
+
+
+def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dict[str, pa.Table]:
+    """Runs a validated scenario and returns its results as Arrow tables. `progress`, if given, is
+    called with the simulated time (seconds) reached, about :data:`PROGRESS_STEPS` times."""
     s = Simulation(seed=sc.seed)
     t = sc.topology
     d = s.dumbbell(
@@ -218,5 +228,10 @@ def run(sc: Scenario) -> Dict[str, pa.Table]:
         s.set_priority_at(c.at_s, ids[c.flow], c.priority)
     if sc.sample_interval_s:
         s.sample_every(sc.sample_interval_s, [d["bottleneck"]])
-    s.run(sc.duration_s)
+    if progress is None:
+        s.run(sc.duration_s)
+    else:
+        for i in range(1, PROGRESS_STEPS + 1):
+            s.run(sc.duration_s if i == PROGRESS_STEPS else sc.duration_s * i / PROGRESS_STEPS)
+            progress(s.now_s)
     return tables(s.results())

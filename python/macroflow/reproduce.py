@@ -1,0 +1,220 @@
+"""Named reproductions: an experiment of a source document, run as sweeps into a results store,
+with the source's expected outcome beside ours and a pass/fail for each check.
+
+A reproduction has parts (each a sweep into ``DIR/<part>/``) and a check function over the stored
+runs; :func:`reproduce` runs the parts (skipping stored runs, so it resumes after a kill), writes
+``DIR/reproduction.json`` and the HTML report ``DIR/report.html``. Later issues add entries to
+:data:`REPRODUCTIONS`.
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import random
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+from macroflow.results import list_runs, load_results, write_json_atomic
+from macroflow.scenario import validate
+from macroflow.sweep import Job, SweepProgress, sweep
+
+__all__ = ["Check", "Part", "Reproduction", "REPRODUCTIONS", "reproduce"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expected outcome: what the source says, what we measured, and whether it holds."""
+
+    name: str
+    expected: str
+    ours: str
+    passed: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sweep of a reproduction, stored in ``DIR/<name>/``."""
+
+    name: str
+    title: str
+    jobs: List[Job]
+    grid: Dict[str, List[Any]]
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str
+    title: str
+    source: str
+    description: str
+    #: (seeds, duration_s) -> the parts to run.
+    parts: Callable[[int, float], List[Part]]
+    #: {part name: [manifests of its runs]} -> the checks.
+    checks: Callable[[Mapping[str, List[Dict[str, Any]]]], List[Check]]
+    seeds: int = 10
+    duration_s: float = 100.0
+    quick_seeds: int = 3
+    quick_duration_s: float = 30.0
+
+
+# --- coupled versus uncoupled TCP on the dissertation's dumbbell ---------------------------------
+
+FLOW_COUNTS = (2, 4, 6, 8, 10)
+PRIORITY_RATIOS = (1, 2, 3, 4, 5)
+COUPLINGS = ("none", "ccc_handover")
+
+
+def _dumbbell_scenario(n: int, coupling: str, priorities: Sequence[float], seed: int, duration_s: float) -> Dict[str, Any]:
+    """Seed 003 section 9.3: 10 Mbit/s, 100 ms RTT, 1-BDP (83-packet) queue; n NewReno flows from
+    one host to another, starting at random over the first second; self-similar cross traffic
+    taking 50 % of the bottleneck on average."""
+    rng = random.Random(seed)
+    flows: List[Dict[str, Any]] = []
+    for i in range(n):
+        f: Dict[str, Any] = {"type": "tcp", "pair": 0, "start_s": round(rng.uniform(0.0, 1.0), 6), "cc": "newreno"}
+        if coupling != "none":
+            f.update(group="tcp", priority=float(priorities[i]))
+        flows.append(f)
+    flows.append({"type": "udp", "pair": 1, "kind": "self_similar", "load_bps": 5e6})
+    return {
+        "name": f"ctrltcp-{coupling}-{n}",
+        "seed": seed,
+        "duration_s": duration_s,
+        "sample_interval_s": 0.1,
+        "topology": {"kind": "dumbbell", "pairs": 2, "bottleneck_rate_bps": 10e6, "bottleneck_delay_s": 0.048, "queue_pkts": 83},
+        "groups": [] if coupling == "none" else [{"name": "tcp", "kind": coupling}],
+        "flows": flows,
+    }
+
+
+def _cvu_parts(seeds: int, duration_s: float) -> List[Part]:
+    flows_jobs = [
+        Job({"flows": n, "coupling": c}, validate(_dumbbell_scenario(n, c, [1.0] * n, s, duration_s), f"flows={n} coupling={c} seed={s}"))
+        for n in FLOW_COUNTS
+        for c in COUPLINGS
+        for s in range(1, seeds + 1)
+    ]
+    prio_jobs = [
+        Job({"priority_ratio": r}, validate(_dumbbell_scenario(2, "ccc_handover", [float(r), 1.0], s, duration_s), f"ratio={r} seed={s}"))
+        for r in PRIORITY_RATIOS
+        for s in range(1, seeds + 1)
+    ]
+    return [
+        Part("flows", "Coupled (ctrlTCP) versus uncoupled NewReno flows, by number of flows (Figs. 9.9-9.11)", flows_jobs,
+             {"flows": list(FLOW_COUNTS), "coupling": list(COUPLINGS)}),
+        Part("priority", "Two ctrlTCP flows with priority ratio P1:P2 (Fig. 9.12)", prio_jobs,
+             {"priority_ratio": list(PRIORITY_RATIOS)}),
+    ]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if not math.isnan(x)]
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def _by(runs: List[Dict[str, Any]], **params: Any) -> List[Dict[str, Any]]:
+    return [r for r in runs if all(r["params"].get(k) == v for k, v in params.items())]
+
+
+def _cvu_checks(runs: Mapping[str, List[Dict[str, Any]]]) -> List[Check]:
+    """Seed 003 section 9.3 and its summary (ctrlTCP "yields lower queuing delays and packet loss
+    rates than uncoupled TCP flows, and has negligible impact on aggregate throughput"): for every
+    number of flows, coupled against uncoupled means over seeds."""
+    out: List[Check] = []
+    fl = runs["flows"]
+
+    def m(n: int, c: str, metric: str) -> float:
+        return _mean([r["summary"][metric] for r in _by(fl, flows=n, coupling=c)])
+
+    for n in FLOW_COUNTS:
+        u, c = m(n, "none", "mean_rtt_s"), m(n, "ccc_handover", "mean_rtt_s")
+        out.append(Check(f"{n} flows: mean RTT (Fig. 9.9)", "coupled < uncoupled", f"{c * 1e3:.1f} ms vs {u * 1e3:.1f} ms", c < u))
+    for n in FLOW_COUNTS:
+        u, c = m(n, "none", "loss_ratio"), m(n, "ccc_handover", "loss_ratio")
+        out.append(Check(f"{n} flows: bottleneck loss ratio (Fig. 9.11)", "coupled < uncoupled", f"{c:.2%} vs {u:.2%}", c < u))
+    for n in FLOW_COUNTS:
+        u, c = m(n, "none", "tcp_goodput_bps"), m(n, "ccc_handover", "tcp_goodput_bps")
+        rel = c / u - 1
+        out.append(Check(f"{n} flows: aggregate TCP goodput (Fig. 9.10)", "coupled within 10 % of uncoupled",
+                         f"{c / 1e6:.2f} vs {u / 1e6:.2f} Mbit/s ({rel:+.1%})", abs(rel) <= 0.10))
+    for n in FLOW_COUNTS:
+        u, c = m(n, "none", "jain_tcp"), m(n, "ccc_handover", "jain_tcp")
+        out.append(Check(f"{n} flows: Jain's index of TCP goodput (Fig. 9.13)", "coupled >= 0.95 and >= uncoupled",
+                         f"{c:.3f} vs {u:.3f}", c >= 0.95 and c >= u))
+    for r in PRIORITY_RATIOS:
+        shares = []
+        for run in _by(runs["priority"], priority_ratio=r):
+            g = load_results(run["path"])["flows"].column("goodput_bps").to_pylist()
+            shares.append(g[0] / (g[0] + g[1]))
+        ideal = r / (r + 1)
+        got = _mean(shares)
+        out.append(Check(f"priority {r}:1: flow 1's share of the aggregate (Fig. 9.12)", f"{ideal:.3f} +- 0.05",
+                         f"{got:.3f}", abs(got - ideal) <= 0.05))
+    return out
+
+
+REPRODUCTIONS: Dict[str, Reproduction] = {
+    "coupled-vs-uncoupled": Reproduction(
+        name="coupled-vs-uncoupled",
+        title="Coupled versus uncoupled TCP flows on the dissertation's dumbbell (ctrlTCP)",
+        source="Seed 003 (dissertation on coupled congestion control), Chapter 9, section 9.3, Figs. 9.9-9.12, "
+        "and its summary: ctrlTCP 'yields lower queuing delays and packet loss rates than uncoupled TCP flows, "
+        "and has negligible impact on aggregate throughput'.",
+        description="10 Mbit/s bottleneck, 100 ms RTT, 83-packet drop-tail queue; N NewReno flows from one host, "
+        "starting at random over the first second, uncoupled or coupled by ctrlTCP (TCP-CCC) with equal priorities; "
+        "self-similar UDP cross traffic at 50 % load. Then two coupled flows with priority ratios 1..5. "
+        "The figures carry no numbers in the text, so the checks are the directions the text states, with the "
+        "tolerances written beside them.",
+        parts=_cvu_parts,
+        checks=_cvu_checks,
+    ),
+}
+
+
+def reproduce(
+    name: str,
+    out: Optional[Union[str, pathlib.Path]] = None,
+    seeds: Optional[int] = None,
+    duration_s: Optional[float] = None,
+    quick: bool = False,
+    workers: Optional[int] = None,
+    ray: Optional[str] = None,
+    on_progress: Optional[Callable[[str, SweepProgress], None]] = None,
+) -> pathlib.Path:
+    """Runs the named reproduction into `out` (default ``out/reproductions/NAME``), checks it and
+    writes ``reproduction.json`` and ``report.html`` there; returns the report's path. `quick`
+    uses the reproduction's smaller seed count and duration (for a first look; say so when citing)."""
+    if name not in REPRODUCTIONS:
+        raise KeyError(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}")
+    rep = REPRODUCTIONS[name]
+    seeds = seeds if seeds is not None else (rep.quick_seeds if quick else rep.seeds)
+    duration_s = duration_s if duration_s is not None else (rep.quick_duration_s if quick else rep.duration_s)
+    if seeds < 1 or not duration_s > 0:
+        raise ValueError(f"seeds must be >= 1 and duration_s > 0, got {seeds} and {duration_s}")
+    root = pathlib.Path(out) if out is not None else pathlib.Path("out/reproductions") / name
+    parts = rep.parts(seeds, duration_s)
+    stored: Dict[str, List[Dict[str, Any]]] = {}
+    for part in parts:
+        d = root / part.name
+        sweep(part.jobs, d, workers=workers, ray=ray, meta={"name": f"{name}/{part.name}", "file": None, "grid": part.grid,
+                                                           "seeds": list(range(1, seeds + 1))},
+              on_progress=(lambda p, n=part.name: on_progress(n, p)) if on_progress else None)
+        wanted = {j.key for j in part.jobs}
+        stored[part.name] = [r for r in list_runs(d) if r["key"] in wanted]
+    checks = rep.checks(stored)
+    write_json_atomic(root / "reproduction.json", {
+        "name": rep.name,
+        "title": rep.title,
+        "source": rep.source,
+        "description": rep.description,
+        "seeds": seeds,
+        "duration_s": duration_s,
+        "parts": [{"name": p.name, "title": p.title, "dir": p.name} for p in parts],
+        "checks": [asdict(c) for c in checks],
+    })
+    from macroflow.report import write_report  # matplotlib is only loaded when a report is made
+
+    return write_report(root)

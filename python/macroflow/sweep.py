@@ -1,0 +1,267 @@
+"""Sweeps: one scenario run over a grid of parameter settings and seeds, on a local process pool
+(the default) or on a Ray cluster, into a results store (:mod:`macroflow.results`).
+
+A sweep is planned completely before anything runs: every point is built and validated, so an
+invalid setting stops the sweep with the field path in the error and nothing runs. Runs already in
+the store are skipped, so a sweep killed at any moment (``kill -9`` included) and started again
+runs only what is missing. Workers return their tables as Parquet bytes and only this process
+writes to the store (atomically, see :func:`macroflow.results.store_run`); Ray workers therefore
+need no shared file system, and the pool and Ray give byte-identical results.
+
+Settings use dotted paths into the scenario file, list items by index::
+
+    topology.queue_pkts=40,83,160      groups.0.kind=none,ccc      flows.1.start_s=5.0
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import copy
+import itertools
+import multiprocessing
+import os
+import pathlib
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from macroflow._native import __version__
+from macroflow.results import clean_partials, compute_run, is_stored, run_key, store_run, write_json_atomic
+from macroflow.scenario import Scenario, ScenarioError, validate
+
+__all__ = ["Job", "SweepError", "parse_setting", "set_path", "plan", "sweep", "SweepProgress"]
+
+
+class SweepError(ValueError):
+    """A sweep that cannot be planned or run; the message says which setting or engine."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a sweep: the settings that made it (dotted path -> value) and its scenario."""
+
+    params: Dict[str, Any]
+    scenario: Scenario
+
+    @property
+    def key(self) -> str:
+        return run_key(self.scenario)
+
+
+def _scalar(text: str) -> Any:
+    """A value as TOML reads it (42, 0.5, 1e6, true, "x"), or the bare text (ccc, none)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_setting(text: str) -> Tuple[str, List[Any]]:
+    """Parses ``key=v1,v2,...`` (the CLI's ``--set``) into the dotted key and its values."""
+    key, sep, values = text.partition("=")
+    key = key.strip()
+    if not sep or not key or not values.strip():
+        raise SweepError(f"--set {text!r}: expected key=value[,value...], e.g. topology.queue_pkts=40,83")
+    vals = [_scalar(v.strip()) for v in values.split(",")]
+    if any(v == "" for v in vals):
+        raise SweepError(f"--set {text!r}: an empty value")
+    return key, vals
+
+
+def set_path(data: Dict[str, Any], dotted: str, value: Any) -> Dict[str, Any]:
+    """A copy of `data` with the field at `dotted` set to `value`. Tables may gain a key (the
+    scenario's validation says whether it is a field); list items must exist."""
+    out = copy.deepcopy(data)
+    node: Any = out
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise SweepError(f"--set {dotted}: {where} is not an item of a list of {len(node)}")
+            idx: Any = int(part)
+        elif isinstance(node, dict):
+            if not last and part not in node:
+                raise SweepError(f"--set {dotted}: {where} is not in the scenario")
+            idx = part
+        else:
+            raise SweepError(f"--set {dotted}: {'.'.join(parts[:i])} is a value, not a table or list")
+        if last:
+            node[idx] = value
+        else:
+            node = node[idx]
+    return out
+
+
+def plan(
+    base: Mapping[str, Any],
+    settings: Sequence[Tuple[str, Sequence[Any]]] = (),
+    seeds: Union[int, Sequence[int]] = 1,
+    source: str = "<sweep>",
+) -> List[Job]:
+    """Every job of a sweep: the cartesian product of `settings` (key, values) times `seeds`
+    (a count, meaning the base seed and the ones after it, or explicit seeds), validated."""
+    keys = [k for k, _ in settings]
+    if len(set(keys)) != len(keys):
+        raise SweepError(f"a key is set twice: {keys}")
+    for k, vals in settings:
+        if not vals:
+            raise SweepError(f"--set {k}: no values")
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise SweepError(f"--seeds {seeds}: expected at least 1")
+        first = int(base.get("seed", 1))
+        seed_list = list(range(first, first + seeds))
+    else:
+        seed_list = list(seeds)
+        if not seed_list or len(set(seed_list)) != len(seed_list) or any(s < 0 for s in seed_list):
+            raise SweepError(f"seeds {seed_list}: expected distinct integers >= 0")
+    jobs = []
+    for combo in itertools.product(*(vals for _, vals in settings)):
+        params = dict(zip(keys, combo))
+        data: Dict[str, Any] = dict(base)
+        for k, v in params.items():
+            data = set_path(data, k, v)
+        for s in seed_list:
+            label = ", ".join(f"{k}={v}" for k, v in params.items())
+            sc = validate(set_path(data, "seed", s), f"{source} [{label}{', ' if label else ''}seed={s}]")
+            jobs.append(Job(params, sc))
+    return jobs
+
+
+def _work(scenario: Dict[str, Any], params: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
+    """Runs one job in a worker (a pool process or a Ray task)."""
+    return compute_run(validate(scenario, "<worker>"), params)
+
+
+@dataclass
+class SweepProgress:
+    """What :func:`sweep` reports after each stored run (and once before the first)."""
+
+    total: int
+    already: int
+    done: int = 0
+    keys: List[str] = field(default_factory=list)
+
+
+def _pool_engine(workers: int) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, Any], Dict[str, bytes]]]]:
+    def run_all(todo: List[Job]) -> Iterable[Tuple[Dict[str, Any], Dict[str, bytes]]]:
+        # "spawn": workers start clean (no copy of the driver's threads or locks).
+        ctx = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
+            futs = [ex.submit(_work, j.scenario.model_dump(mode="json"), j.params) for j in todo]
+            try:
+                for f in cf.as_completed(futs):
+                    yield f.result()
+            except BaseException:
+                for f in futs:
+                    f.cancel()
+                raise
+
+    return run_all
+
+
+def _ray_engine(address: str) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, Any], Dict[str, bytes]]]]:
+    try:
+        import ray
+    except ImportError:
+        raise SweepError("--ray needs the ray package: pip install 'macroflow[ray]' (or ray>=2.9)") from None
+
+    def run_all(todo: List[Job]) -> Iterable[Tuple[Dict[str, Any], Dict[str, bytes]]]:
+        started_here = not ray.is_initialized()
+        if started_here:
+            try:
+                # "local" starts a private Ray instance in this process; otherwise connect.
+                if address == "local":
+                    ray.init(include_dashboard=False, log_to_driver=False)
+                else:
+                    ray.init(address=address, log_to_driver=False)
+            except Exception as e:  # ray raises ConnectionError, RuntimeError, ValueError ...
+                raise SweepError(f"--ray {address}: cannot connect: {e}") from None
+        try:
+            remote = ray.remote(_work)
+            pending = [remote.remote(j.scenario.model_dump(mode="json"), j.params) for j in todo]
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                yield ray.get(ready[0])
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    return run_all
+
+
+def sweep(
+    jobs: Sequence[Job],
+    out: Union[str, pathlib.Path],
+    workers: Optional[int] = None,
+    ray: Optional[str] = None,
+    on_progress: Optional[Callable[[SweepProgress], None]] = None,
+    meta: Optional[Mapping[str, Any]] = None,
+) -> List[pathlib.Path]:
+    """Runs the jobs not yet in the store `out` and returns every job's result directory, in
+    job order. `workers` is the size of the local pool (default: the CPU count); `ray` is a Ray
+    address ("auto", "ray://host:10001", or "local" for a private instance) to use instead.
+    `meta` is added to ``out/sweep.json`` (e.g. the grid and the scenario file)."""
+    out = pathlib.Path(out)
+    if workers is not None and workers < 1:
+        raise SweepError(f"--workers {workers}: expected at least 1")
+    keys = [j.key for j in jobs]
+    unique: Dict[str, Job] = {}
+    for j in jobs:
+        unique.setdefault(j.key, j)
+    out.mkdir(parents=True, exist_ok=True)
+    clean_partials(out)
+    write_json_atomic(
+        out / "sweep.json",
+        {
+            **dict(meta or {}),
+            "version": __version__,
+            "runs": [{"key": j.key, "params": j.params, "seed": j.scenario.seed} for j in jobs],
+        },
+    )
+    todo = [j for k, j in unique.items() if not is_stored(out, k)]
+    prog = SweepProgress(total=len(unique), already=len(unique) - len(todo))
+    if on_progress:
+        on_progress(prog)
+    if todo:
+        engine = _ray_engine(ray) if ray else _pool_engine(workers or os.cpu_count() or 1)
+        for manifest, blobs in engine(todo):
+            store_run(out, manifest, blobs)
+            prog.done += 1
+            prog.keys.append(manifest["key"])
+            if on_progress:
+                on_progress(prog)
+    return [out / k for k in keys]
+
+
+def plan_file(
+    path: Union[str, pathlib.Path],
+    settings: Sequence[Union[str, Tuple[str, Sequence[Any]]]] = (),
+    seeds: Union[int, Sequence[int]] = 1,
+    duration_s: Optional[float] = None,
+) -> Tuple[Scenario, List[Job], Dict[str, Any]]:
+    """Plans a sweep of a scenario file from settings given CLI-style (``"key=v1,v2"``) or as
+    (key, values) pairs; returns the base scenario, the jobs and the metadata for ``sweep.json``."""
+    p = pathlib.Path(path)
+    try:
+        base = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise ScenarioError(f"{p}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{p}: not valid TOML: {e}") from None
+    sc = validate(base, str(p))
+    if duration_s is not None:
+        if not duration_s > 0:
+            raise SweepError(f"--duration: expected seconds > 0, got {duration_s}")
+        base = set_path(base, "duration_s", duration_s)
+    parsed = [parse_setting(s) if isinstance(s, str) else (s[0], list(s[1])) for s in settings]
+    jobs = plan(base, parsed, seeds, str(p))
+    meta = {
+        "name": sc.name,
+        "file": str(p),
+        "grid": {k: v for k, v in parsed},
+        "seeds": sorted({j.scenario.seed for j in jobs}),
+    }
+    return sc, jobs, meta
