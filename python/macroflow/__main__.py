@@ -104,13 +104,20 @@ def sweep_cmd(
         _fail(str(e))
     out = out or pathlib.Path("out/sweeps") / sc.name
     prog, update = sweep_progress(f"sweep {sc.name}", quiet)
+    last: List[SweepProgress] = []
+
+    def on_progress(p: SweepProgress) -> None:
+        last[:] = [p]
+        update(p)
+
     try:
-        sweep(jobs, out, workers=workers, ray=ray, on_progress=update, meta=meta)
+        sweep(jobs, out, workers=workers, ray=ray, on_progress=on_progress, meta=meta)
     except SweepError as e:
         _fail(str(e))
     finally:
         prog.stop()
-    typer.echo(f"{len({j.key for j in jobs})} runs in {out}")
+    p = last[0]
+    typer.echo(f"{p.total} runs in {out}: {p.done} run now, {p.already} already stored")
     if report:
         from macroflow.report import write_report
 

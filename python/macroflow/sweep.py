@@ -21,6 +21,7 @@ import itertools
 import multiprocessing
 import os
 import pathlib
+import socket
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -162,6 +163,18 @@ def _pool_engine(workers: int) -> Callable[[List[Job]], Iterable[Tuple[Dict[str,
     return run_all
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fails fast on an address nothing listens at (Ray itself retries for many minutes)."""
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SweepError(f"--ray {address}: expected 'auto', 'local', HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise SweepError(f"--ray {address}: cannot connect: {e}") from None
+
+
 def _ray_engine(address: str) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, Any], Dict[str, bytes]]]]:
     try:
         import ray
@@ -170,6 +183,8 @@ def _ray_engine(address: str) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, 
 
     def run_all(todo: List[Job]) -> Iterable[Tuple[Dict[str, Any], Dict[str, bytes]]]:
         started_here = not ray.is_initialized()
+        if started_here and address not in ("local", "auto"):
+            _check_reachable(address)
         if started_here:
             try:
                 # "local" starts a private Ray instance in this process; otherwise connect.
