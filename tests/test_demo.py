@@ -1,7 +1,5 @@
-"""The main job's demonstration reproduces the draft's tables and Fig. 9.2's loss reaction."""
-
-import subprocess
-import sys
+"""The main job's worked examples reproduce the draft's tables and Fig. 9.2's loss reaction
+(the main job as a whole is run by tests/test_reproduce.py)."""
 
 import pytest
 
@@ -37,10 +35,3 @@ def test_one_loss_halves_only_under_ctrltcp():
     assert one_loss("efcm").kept == pytest.approx(0.75)
     assert one_loss(None).kept == pytest.approx(0.75)
     assert one_loss("etcp").kept == pytest.approx(0.5)
-
-
-def test_main_job_runs_and_prints_the_tables():
-    out = subprocess.run([sys.executable, "-m", "macroflow"], check=True, capture_output=True, text=True).stdout
-    assert "S_CR = 9.33, TLO = 0" in out
-    assert "TLO = 5.33" in out
-    assert "ccc" in out and "efcm" in out
