@@ -2,6 +2,7 @@
 source's expectations, and a second run reuses the store."""
 
 import json
+from html import escape
 import subprocess
 import sys
 
@@ -33,7 +34,7 @@ def test_coupled_vs_uncoupled_writes_checks_and_report(tmp_path):
     n_runs = len(list(tmp_path.glob("*/*/manifest.json")))
     assert n_runs == 5 * 2 * 2 + 5 * 2
     html = report.read_text()
-    assert rep["title"] in html and "PASS" in html
+    assert escape(rep["title"]) in html and "PASS" in html
     # A second call reuses every stored run and gives the same checks.
     before = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*/*/manifest.json")}
     reproduce("coupled-vs-uncoupled", tmp_path, seeds=2, duration_s=20.0, workers=2)

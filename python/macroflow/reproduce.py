@@ -13,7 +13,7 @@ import math
 import pathlib
 import random
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from macroflow.results import list_runs, load_results, write_json_atomic
@@ -58,6 +58,8 @@ class Reproduction:
     duration_s: float = 100.0
     quick_seeds: int = 3
     quick_duration_s: float = 30.0
+    #: Readable names for parameter values in the report.
+    labels: Dict[str, str] = field(default_factory=dict)
 
 
 # --- coupled versus uncoupled TCP on the dissertation's dumbbell ---------------------------------
@@ -170,6 +172,7 @@ REPRODUCTIONS: Dict[str, Reproduction] = {
         "tolerances written beside them.",
         parts=_cvu_parts,
         checks=_cvu_checks,
+        labels={"none": "uncoupled", "ccc_handover": "ctrlTCP"},
     ),
 }
 
@@ -214,6 +217,7 @@ def reproduce(
         "duration_s": duration_s,
         "parts": [{"name": p.name, "title": p.title, "dir": p.name} for p in parts],
         "checks": [asdict(c) for c in checks],
+        "labels": rep.labels,
     })
     from macroflow.report import write_report  # matplotlib is only loaded when a report is made
 

@@ -1,0 +1,200 @@
+"""Figures in the forms the congestion-control papers use, from stored runs (matplotlib, Agg).
+
+- :func:`time_series`: per-flow rate, per-flow cwnd and the queue over time, one run (e.g. seed 003
+  Figs. 9.2, 9.6).
+- :func:`metric_vs_param`: a summary metric against a swept parameter, mean over seeds with the
+  min-max spread (e.g. Figs. 9.9-9.12); numeric parameters as lines, categorical ones as points.
+- :func:`cdf`: empirical CDFs of samples, one line per label.
+
+Every function returns a :class:`matplotlib.figure.Figure` built without pyplot's global state
+(so figures can be made from worker threads and are closed by garbage collection); axis labels
+carry units.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["time_series", "metric_vs_param", "cdf", "METRIC_LABELS"]
+
+#: How each summary metric is shown: (axis label, scale from stored units).
+METRIC_LABELS: Dict[str, tuple] = {
+    "tcp_goodput_bps": ("TCP goodput, sum (Mbit/s)", 1e-6),
+    "media_goodput_bps": ("media goodput, sum (Mbit/s)", 1e-6),
+    "udp_throughput_bps": ("UDP throughput (Mbit/s)", 1e-6),
+    "total_goodput_bps": ("total goodput (Mbit/s)", 1e-6),
+    "jain_tcp": ("Jain's fairness index (TCP)", 1.0),
+    "loss_ratio": ("bottleneck loss (%)", 100.0),
+    "utilization": ("bottleneck utilization (%)", 100.0),
+    "mean_queue_pkts": ("mean queue (packets)", 1.0),
+    "max_queue_pkts": ("max queue (packets)", 1.0),
+    "mean_queue_delay_s": ("mean queueing delay (ms)", 1e3),
+    "mean_rtt_s": ("mean RTT (ms)", 1e3),
+    "retransmits": ("TCP retransmissions", 1.0),
+    "timeouts": ("TCP timeouts", 1.0),
+}
+
+
+def _figure(rows: int = 1, height: float = 3.2, width: float = 7.5) -> Figure:
+    return Figure(figsize=(width, height * rows), dpi=100, layout="constrained")
+
+
+def _tcp_rates(fs: pa.Table) -> Dict[int, tuple]:
+    """flow -> (t_s, rate Mbit/s) from the cumulative delivered bytes of the periodic samples."""
+    out = {}
+    if fs.num_rows == 0:
+        return out
+    flows = np.asarray(fs.column("flow").to_numpy(zero_copy_only=False))
+    t = np.asarray(fs.column("t_s").to_numpy(zero_copy_only=False), dtype=float)
+    b = np.asarray(fs.column("delivered_bytes").to_numpy(zero_copy_only=False), dtype=float)
+    for f in sorted(set(flows.tolist())):
+        m = flows == f
+        tf, bf = t[m], b[m]
+        if len(tf) < 2:
+            continue
+        dt = np.diff(tf)
+        ok = dt > 0
+        out[f] = (tf[1:][ok], (np.diff(bf)[ok] * 8 / dt[ok]) / 1e6)
+    return out
+
+
+def time_series(tables: Mapping[str, pa.Table], title: str = "") -> Figure:
+    """Stacked panels over time: each flow's rate (TCP: delivered bytes per sample interval; media:
+    the sending rate), each TCP flow's cwnd, and the queue of each sampled link. Panels without
+    data are left out."""
+    fs, ms, qs = tables["flow_samples"], tables["media_samples"], tables["queue_samples"]
+    panels: List[str] = []
+    rates = _tcp_rates(fs)
+    if rates or ms.num_rows:
+        panels.append("rate")
+    if fs.num_rows:
+        panels.append("cwnd")
+    if qs.num_rows:
+        panels.append("queue")
+    fig = _figure(max(1, len(panels)), height=2.3)
+    if not panels:
+        ax = fig.subplots()
+        ax.text(0.5, 0.5, "no time series recorded (sample_interval_s unset)", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, panel in zip(axes, panels):
+        if panel == "rate":
+            for f, (t, r) in rates.items():
+                ax.plot(t, r, lw=0.9, label=f"tcp {f}")
+            if ms.num_rows:
+                mf = ms.column("flow").to_pylist()
+                mt = ms.column("t_s").to_pylist()
+                mr = ms.column("rate_bps").to_pylist()
+                for f in sorted(set(mf)):
+                    pts = [(t, r / 1e6) for g, t, r in zip(mf, mt, mr) if g == f and r is not None]
+                    if pts:
+                        ax.plot(*zip(*pts), lw=0.9, ls="--", label=f"media {f}")
+            ax.set_ylabel("rate (Mbit/s)")
+        elif panel == "cwnd":
+            ff, ft, fc = fs.column("flow").to_pylist(), fs.column("t_s").to_pylist(), fs.column("cwnd_pkts").to_pylist()
+            for f in sorted(set(ff)):
+                pts = [(t, c) for g, t, c in zip(ff, ft, fc) if g == f]
+                ax.plot(*zip(*pts), lw=0.9, label=f"tcp {f}")
+            ax.set_ylabel("cwnd (packets)")
+        else:
+            ql, qt, qp = qs.column("link").to_pylist(), qs.column("t_s").to_pylist(), qs.column("pkts").to_pylist()
+            for link in sorted(set(ql)):
+                pts = [(t, p) for g, t, p in zip(ql, qt, qp) if g == link]
+                ax.plot(*zip(*pts), lw=0.8, label=f"link {link}")
+            ax.set_ylabel("queue (packets)")
+        ax.grid(alpha=0.3)
+        n = len(ax.get_lines())
+        if n:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", ncol=1 if n <= 10 else 2, frameon=False)
+    axes[-1].set_xlabel("time (s)")
+    if title:
+        fig.suptitle(title, fontsize="medium")
+    return fig
+
+
+def _is_numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def _key(v: Any) -> Any:
+    """Sorts numbers numerically before text."""
+    return (0, v) if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, str(v))
+
+
+def metric_vs_param(
+    runs: Sequence[Mapping[str, Any]],
+    param: str,
+    metric: str,
+    series_param: Optional[str] = None,
+    labels: Optional[Mapping[str, str]] = None,
+) -> Figure:
+    """`metric` (a key of each run's ``summary``) against `param` (a key of each run's
+    ``params``): the mean over seeds, with the min-max spread over seeds as error bars; one line
+    per value of `series_param`. `labels` renames parameter values in the legend and ticks."""
+    labels = dict(labels or {})
+    ylabel, scale = METRIC_LABELS.get(metric, (metric, 1.0))
+    groups: Dict[Any, Dict[Any, List[float]]] = {}
+    for r in runs:
+        p = r["params"]
+        if param not in p:
+            continue
+        s = p.get(series_param) if series_param else None
+        v = r["summary"].get(metric, float("nan"))
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        groups.setdefault(s, {}).setdefault(p[param], []).append(v * scale)
+    xs_all = sorted({x for g in groups.values() for x in g}, key=_key)
+    numeric = _is_numeric(xs_all)
+    fig = _figure(height=3.0, width=6.0)
+    ax = fig.subplots()
+    n = max(1, len(groups))
+    for i, (s, by_x) in enumerate(sorted(groups.items(), key=lambda kv: _key(kv[0]))):
+        xs = sorted(by_x, key=_key)
+        means = np.array([np.mean(by_x[x]) for x in xs])
+        lo = means - np.array([min(by_x[x]) for x in xs])
+        hi = np.array([max(by_x[x]) for x in xs]) - means
+        if numeric:
+            pos = np.array(xs, dtype=float)
+        else:
+            # Categorical: side by side around each category, so error bars do not overlap.
+            pos = np.array([xs_all.index(x) for x in xs], dtype=float) + (i - (n - 1) / 2) * 0.12
+        label = None if s is None else f"{series_param} = {labels.get(str(s), s)}"
+        ax.errorbar(pos, means, yerr=[lo, hi], marker="o", ms=4, capsize=3, lw=1.2 if numeric else 0, elinewidth=1, label=label)
+    if not numeric:
+        ax.set_xticks(range(len(xs_all)), [str(labels.get(str(x), x)) for x in xs_all])
+    ax.set_xlabel(param)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    seeds = max((len(v) for g in groups.values() for v in g.values()), default=0)
+    ax.set_title(f"mean over {seeds} seed{'s' if seeds != 1 else ''}; bars: min to max", fontsize="small")
+    if any(s is not None for s in groups):
+        ax.legend(fontsize="small", frameon=False)
+    return fig
+
+
+def cdf(samples: Mapping[str, Sequence[float]], xlabel: str, title: str = "") -> Figure:
+    """Empirical CDFs, one step line per label (labels without samples are skipped)."""
+    fig = _figure(height=3.0, width=7.5)
+    ax = fig.subplots()
+    for label, xs in samples.items():
+        x = np.sort(np.asarray([v for v in xs if v is not None and not math.isnan(v)], dtype=float))
+        if len(x):
+            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=str(label), lw=1.1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("CDF")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    if ax.get_lines():
+        ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title:
+        ax.set_title(title, fontsize="small")
+    return fig

@@ -1,0 +1,212 @@
+"""The HTML report of a results store: one self-contained page (inline CSS, figures as PNG data
+URIs, no script, nothing fetched) with, for a named reproduction, the source's expected outcomes
+beside ours with PASS/FAIL; then, for each store (a reproduction's parts, or the store itself), a
+summary table per parameter point (mean +- std over seeds), each metric against each swept
+parameter, CDFs of the queue and of per-flow goodput, and time series of one seed per point.
+
+The page is deterministic: the same store gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import pathlib
+import statistics
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import matplotlib
+
+from macroflow.metrics import SUMMARY_FIELDS
+from macroflow.plots import METRIC_LABELS, _key, cdf, metric_vs_param, time_series
+from macroflow.results import list_runs, load_results
+
+__all__ = ["write_report", "MAX_TIME_SERIES", "KEY_METRICS"]
+
+#: Time-series figures per store (one seed per parameter point), to keep the page small.
+MAX_TIME_SERIES = 8
+#: The metrics plotted against each swept parameter.
+KEY_METRICS = ("total_goodput_bps", "tcp_goodput_bps", "jain_tcp", "loss_ratio", "mean_queue_delay_s", "mean_rtt_s")
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.5em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.pass{background:#dff3df;color:#145214;font-weight:bold}.fail{background:#f8dcdc;color:#7a1010;font-weight:bold}
+.verdict{font-size:1.1em;padding:.5em;display:inline-block}.muted{color:#666;font-size:.9em}
+figure{margin:1em 0}img{max-width:100%}
+"""
+
+
+def _png(fig: "matplotlib.figure.Figure") -> str:
+    buf = io.BytesIO()
+    # No software/date metadata in the PNG: the same store gives the same bytes.
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _img(fig: "matplotlib.figure.Figure", caption: str) -> str:
+    return f'<figure><img alt="{html.escape(caption)}" src="{_png(fig)}"><figcaption class="muted">{html.escape(caption)}</figcaption></figure>'
+
+
+def _fmt(metric: str, xs: Sequence[float]) -> str:
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return "n/a"
+    scale = METRIC_LABELS.get(metric, (metric, 1.0))[1]
+    m = statistics.fmean(xs) * scale
+    digits = 3 if abs(m) < 10 else 1
+    if len(xs) == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} &plusmn; {statistics.stdev(xs) * scale:.{digits}f}"
+
+
+def _label(params: Dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "(single point)"
+
+
+def _points(runs: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]:
+    """Runs grouped by parameter point, in a stable order."""
+    groups: Dict[str, Tuple[Dict[str, Any], List[Dict[str, Any]]]] = {}
+    for r in runs:
+        groups.setdefault(json.dumps(r["params"], sort_keys=True), (r["params"], []))[1].append(r)
+    def order(item: Tuple[Dict[str, Any], List[Dict[str, Any]]]) -> Tuple[Any, ...]:
+        # Numbers in numeric order (2 before 10), then text.
+        return tuple((k, _key(v)) for k, v in sorted(item[0].items()))
+
+    return sorted(groups.values(), key=order)
+
+
+def _swept(store: pathlib.Path, runs: List[Dict[str, Any]]) -> List[str]:
+    """The parameters with more than one value: from sweep.json's grid, else from the runs."""
+    sweep_json = store / "sweep.json"
+    if sweep_json.exists():
+        grid = json.loads(sweep_json.read_text()).get("grid") or {}
+        keys = [k for k, v in grid.items() if len(v) > 1]
+        if keys:
+            return keys
+    keys: List[str] = []
+    for r in runs:
+        for k in r["params"]:
+            if k not in keys and len({json.dumps(x["params"].get(k)) for x in runs}) > 1:
+                keys.append(k)
+    return keys
+
+
+def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str]) -> str:
+    runs = list_runs(store)
+    if not runs:
+        raise FileNotFoundError(f"{store}: no stored runs (nothing to report)")
+    points = _points(runs)
+    parts: List[str] = []
+    name = title or runs[0]["scenario"].get("name", store.name)
+    seeds = sorted({r["seed"] for r in runs})
+    parts.append(f"<h2>{html.escape(name)}</h2>")
+    parts.append(
+        f'<p class="muted">{len(runs)} runs, {len(points)} parameter point(s), seeds {html.escape(str(seeds))}, '
+        f'{html.escape(str(runs[0]["scenario"].get("duration_s")))} s simulated each; store <code>{html.escape(str(store))}</code>; '
+        f'code version {html.escape(str(runs[0].get("version")))}.</p>'
+    )
+    # Summary table.
+    pkeys = list(points[0][0]) if points[0][0] else []
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in pkeys) + "<th>seeds</th>"
+    head += "".join(f'<th title="{html.escape(desc)}">{html.escape(METRIC_LABELS.get(m, (m,))[0])}</th>' for m, desc in SUMMARY_FIELDS.items())
+    rows = []
+    for params, rs in points:
+        cells = "".join(f"<td>{html.escape(str(labels.get(str(params.get(k)), params.get(k))))}</td>" for k in pkeys)
+        cells += f'<td class="num">{len(rs)}</td>'
+        cells += "".join(f'<td class="num">{_fmt(m, [r["summary"].get(m, float("nan")) for r in rs])}</td>' for m in SUMMARY_FIELDS)
+        rows.append(f"<tr>{cells}</tr>")
+    parts.append('<h3>Summary (mean &plusmn; std over seeds)</h3><div style="overflow-x:auto"><table>'
+                 f"<tr>{head}</tr>{''.join(rows)}</table></div>")
+    # Metrics against each swept parameter.
+    swept = _swept(store, runs)
+    for p in swept:
+        others = [k for k in swept if k != p]
+        series = others[0] if len(others) == 1 else None
+        parts.append(f"<h3>Against {html.escape(p)}</h3>")
+        for m in KEY_METRICS:
+            if all(math.isnan(r["summary"].get(m, float("nan"))) for r in runs):
+                continue
+            fig = metric_vs_param(runs, p, m, series_param=series, labels=labels)
+            parts.append(_img(fig, f"{METRIC_LABELS[m][0]} against {p}" + (f", one line per {series}" if series else "")))
+    # CDFs, one line per point (all seeds pooled).
+    queue: Dict[str, List[float]] = {}
+    goodput: Dict[str, List[float]] = {}
+    first_tables = []
+    for params, rs in points:
+        label = _label({k: labels.get(str(v), v) for k, v in params.items()})
+        for i, r in enumerate(rs):
+            t = load_results(r["path"])
+            queue.setdefault(label, []).extend(t["queue_samples"].column("pkts").to_pylist())
+            goodput.setdefault(label, []).extend(g / 1e6 for g in t["flows"].column("goodput_bps").to_pylist())
+            goodput[label].extend(g / 1e6 for g in t["media_flows"].column("goodput_bps").to_pylist())
+            if i == 0:
+                first_tables.append((label, r, t))
+    if any(queue.values()):
+        parts.append("<h3>Distributions</h3>")
+        parts.append(_img(cdf(queue, "bottleneck queue (packets)"), "CDF of the sampled bottleneck queue length, all seeds pooled, per parameter point"))
+    if any(goodput.values()):
+        parts.append(_img(cdf(goodput, "per-flow goodput (Mbit/s)"), "CDF of per-flow goodput (TCP and media flows), all seeds pooled, per parameter point"))
+    # Time series of the first seed of each point.
+    parts.append("<h3>Over time</h3>")
+    if len(first_tables) > MAX_TIME_SERIES:
+        parts.append(f'<p class="muted">Showing {MAX_TIME_SERIES} of {len(first_tables)} parameter points (the first in table order).</p>')
+    for label, r, t in first_tables[:MAX_TIME_SERIES]:
+        parts.append(_img(time_series(t, f"{label}, seed {r['seed']}"), f"{label}, seed {r['seed']}: rate, cwnd and queue over time"))
+    return "\n".join(parts)
+
+
+def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathlib.Path]] = None) -> pathlib.Path:
+    """Writes the report of `store` (default ``store/report.html``) and returns its path."""
+    store = pathlib.Path(store)
+    if not store.is_dir():
+        raise FileNotFoundError(f"{store}: no such results directory")
+    out = pathlib.Path(out) if out is not None else store / "report.html"
+    rep_file = store / "reproduction.json"
+    rep = json.loads(rep_file.read_text()) if rep_file.exists() else None
+    labels = {str(k): str(v) for k, v in (rep or {}).get("labels", {}).items()}
+    body: List[str] = []
+    with matplotlib.rc_context({"svg.hashsalt": "macroflow", "font.size": 9}):
+        if rep is not None:
+            title = rep["title"]
+            body.append(f"<h1>{html.escape(title)}</h1>")
+            body.append(f"<p><b>Source:</b> {html.escape(rep.get('source', ''))}</p>")
+            body.append(f"<p>{html.escape(rep.get('description', ''))}</p>")
+            checks = rep.get("checks", [])
+            passed = sum(bool(c["passed"]) for c in checks)
+            cls = "pass" if passed == len(checks) else "fail"
+            body.append(f'<p class="verdict {cls}">{passed} of {len(checks)} checks pass</p>')
+            rows = "".join(
+                f"<tr><td>{html.escape(c['name'])}</td><td>{html.escape(str(c['expected']))}</td>"
+                f"<td>{html.escape(str(c['ours']))}</td><td class=\"{'pass' if c['passed'] else 'fail'}\">{'PASS' if c['passed'] else 'FAIL'}</td>"
+                f"<td class=\"muted\">{html.escape(c.get('note', ''))}</td></tr>"
+                for c in checks
+            )
+            body.append(f"<table><tr><th>check</th><th>expected (source)</th><th>ours</th><th></th><th>note</th></tr>{rows}</table>")
+            body.append(f'<p class="muted">{html.escape(str(rep.get("seeds")))} seeds per point, '
+                        f'{html.escape(str(rep.get("duration_s")))} s simulated per run.</p>')
+            for part in rep.get("parts", []):
+                body.append(_section(store / part["dir"], part.get("title"), labels))
+        else:
+            runs = list_runs(store)
+            if not runs:
+                raise FileNotFoundError(f"{store}: no stored runs (nothing to report)")
+            title = runs[0]["scenario"].get("name", store.name)
+            body.append(f"<h1>{html.escape(title)}</h1>")
+            body.append(_section(store, None, labels))
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>\n"
+        + "\n".join(body)
+        + '\n<p class="muted">Written by macroflow (macroflow report).</p></body></html>\n'
+    )
+    tmp = out.with_name(f".{out.name}.tmp")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(page)
+    tmp.replace(out)
+    return out
