@@ -25,9 +25,12 @@ def stub_classes():
 
 def test_package_reexports_everything_public():
     public = {n for n in dir(_native) if not n.startswith("_")} | {"__version__"}
-    assert set(mf.__all__) == public
-    for name in mf.__all__:
+    workflow = {"run", "sweep", "reproduce", "report", "load_results"}  # macroflow.api
+    assert set(mf.__all__) == public | workflow
+    for name in public:
         assert getattr(mf, name) is getattr(_native, name)
+    for name in workflow:
+        assert getattr(mf, name) is getattr(mf.api, name) and getattr(mf, name).__doc__
 
 
 def test_py_typed_marker_exists():

@@ -479,21 +479,53 @@ class Simulation:
         queue_pkts: int | None = None,
         queue_bytes: int | None = None,
         random_drop: float = 0.0,
+        queue: dict[str, Any] | None = None,
     ) -> int:
         """A one-way link with a drop-tail queue (packets or bytes; 1000 packets by default),
-        optionally with Bernoulli random drop in front of it."""
+        optionally with Bernoulli random drop in front of it; or with any discipline given as a
+        ``queue`` spec (not both). A spec is a dict with ``kind`` and that kind's keys:
+
+        - ``drop_tail``: ``limit_pkts`` or ``limit_bytes``
+        - ``random_drop``: ``p``, ``inner`` (a spec)
+        - ``loss_period``: ``p``, ``start_s``, ``end_s``, ``inner`` (drops only in [start, end))
+        - ``red``: limit, ``min_th_pkts``, ``max_th_pkts``, ``max_p``, ``q_weight``, ``gentle``,
+          ``mean_pkt_bytes`` (omitted: ns-2's defaults 5, 15, 0.1, 0.002, true, 1000)
+        - ``rio``: limit, ``in_min_th_pkts``, ``in_max_th_pkts``, ``in_max_p``, ``out_min_th_pkts``,
+          ``out_max_th_pkts``, ``out_max_p`` (color 0 in profile), optional ``q_weight``, ``gentle``,
+          ``mean_pkt_bytes``
+        - ``token_bucket``: ``rate_bps``, ``bucket_bytes``, ``inner`` (colors packets for RIO)
+        - ``wrr``: ``classes`` (list of ``{dscps, weight, queue}``), ``default_class``
+        - ``drr``: ``limit_pkts``, ``quantum_bytes`` (default 1500)
+
+        Unknown kinds or keys and bad values raise SimulationError naming the key."""
     def dumbbell(
         self,
         pairs: int,
         bottleneck_rate_bps: float = 10e6,
         bottleneck_delay_s: float = 0.048,
-        queue_pkts: int = 83,
+        queue_pkts: int | None = None,
         access_rate_bps: float = 1e9,
         access_delays_s: list[float] | None = None,
         random_drop: float = 0.0,
+        queue: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The dissertation's dumbbell by default; returns ``senders``, ``receivers`` (node ids),
-        ``bottleneck`` and ``reverse`` (link ids)."""
+        """The dissertation's dumbbell by default (83-packet drop-tail bottleneck); ``queue`` (a
+        spec, see :meth:`add_link`) replaces the bottleneck's queue. Returns ``senders``,
+        ``receivers`` (node ids), ``bottleneck`` and ``reverse`` (link ids). A failed call leaves
+        the topology unchanged."""
+    def parking_lot(
+        self,
+        hops: int,
+        rate_bps: float = 10e6,
+        delay_s: float = 0.01,
+        queue_pkts: int | None = None,
+        access_rate_bps: float = 1e9,
+        access_delay_s: float = 0.001,
+        queue: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Routers R0..R{hops} in a chain (duplex links of ``rate_bps``, ``delay_s``, a drop-tail
+        of ``queue_pkts`` (default 1000) or a ``queue`` spec), host H{i} on router R{i}. Returns
+        ``routers``, ``hosts`` (node ids) and ``hops`` (the forward links R{i} -> R{i+1})."""
     def add_tcp_flow(
         self,
         src: int,

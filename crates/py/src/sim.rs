@@ -9,8 +9,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sim::engine::{FseCoupling, MediaFlowConfig, UdpFlowConfig};
 use sim::media::{synthetic_video, MediaSource, VideoTrace};
-use sim::net::queue::{Limit, QueueConfig};
-use sim::net::topology::{dumbbell, DumbbellConfig};
+use sim::net::queue::{
+    Limit, QueueConfig, RedConfig, RedThresholds, RioConfig, WrrClass, DRR_DEFAULT_QUANTUM_BYTES,
+};
+use sim::net::topology::{dumbbell, parking_lot, DumbbellConfig};
 use sim::net::{LinkConfig, LinkId, Network, NodeId};
 use sim::traffic::{CbrConfig, SelfSimilarConfig, SourceConfig, SourceKind, WebWorkload};
 use sim::transport::cc::CcKind;
@@ -77,8 +79,237 @@ fn queue(
     })
 }
 
+/// A link's queue: a `queue` spec, or else the drop-tail (with optional random loss) the plain
+/// keywords describe; both at once is an error rather than one silently winning.
+fn link_queue(
+    name: &str,
+    pkts: Option<usize>,
+    bytes: Option<u64>,
+    random_drop: f64,
+    spec: Option<&Bound<'_, PyDict>>,
+    link_rate_bps: u64,
+) -> PyResult<QueueConfig> {
+    match spec {
+        None => queue(name, pkts, bytes, random_drop),
+        Some(s) if pkts.is_none() && bytes.is_none() && random_drop == 0.0 => {
+            queue_spec(name, s, link_rate_bps)
+        }
+        Some(_) => Err(SimulationError::new_err(format!(
+            "{name}: give a queue spec or queue_pkts/queue_bytes/random_drop, not both"
+        ))),
+    }
+}
+
+/// Reads the optional key `key` of a queue spec, naming `path.key` and `what` in a type error.
+fn spec_get<'py, T: for<'a> FromPyObject<'a, 'py>>(
+    spec: &Bound<'py, PyDict>,
+    path: &str,
+    key: &str,
+    what: &str,
+) -> PyResult<Option<T>> {
+    match spec.get_item(key)? {
+        None => Ok(None),
+        Some(v) => v.extract::<T>().map(Some).map_err(|_| {
+            SimulationError::new_err(format!("{path}.{key}: expected {what}, got {v}"))
+        }),
+    }
+}
+
+fn spec_need<'py, T: for<'a> FromPyObject<'a, 'py>>(
+    spec: &Bound<'py, PyDict>,
+    path: &str,
+    key: &str,
+    what: &str,
+) -> PyResult<T> {
+    spec_get(spec, path, key, what)?
+        .ok_or_else(|| SimulationError::new_err(format!("{path}.{key}: missing ({what})")))
+}
+
+fn spec_limit(spec: &Bound<'_, PyDict>, path: &str) -> PyResult<Limit> {
+    match (
+        spec_get::<usize>(spec, path, "limit_pkts", "packets >= 1")?,
+        spec_get::<u64>(spec, path, "limit_bytes", "bytes >= 1")?,
+    ) {
+        (Some(p), None) => Ok(Limit::Packets(p)),
+        (None, Some(b)) => Ok(Limit::Bytes(b)),
+        _ => Err(SimulationError::new_err(format!(
+            "{path}: give exactly one of limit_pkts and limit_bytes"
+        ))),
+    }
+}
+
+fn spec_inner(spec: &Bound<'_, PyDict>, path: &str, link_rate_bps: u64) -> PyResult<QueueConfig> {
+    let inner = spec_need::<Bound<'_, PyDict>>(spec, path, "inner", "a queue spec (dict)")?;
+    queue_spec(&format!("{path}.inner"), &inner, link_rate_bps)
+}
+
+/// A queue discipline from its Python spec, a dict with `kind` and that kind's keys (see
+/// `Simulation.add_link` in `_native.pyi`); omitted RED parameters take ns-2's defaults. Unknown
+/// kinds and keys are errors naming `path`; values are checked when the link is built.
+fn queue_spec(path: &str, spec: &Bound<'_, PyDict>, link_rate_bps: u64) -> PyResult<QueueConfig> {
+    let kind: String = spec_need(spec, path, "kind", "a queue kind")?;
+    let keys: &[&str] = match kind.as_str() {
+        "drop_tail" => &["limit_pkts", "limit_bytes"],
+        "random_drop" => &["p", "inner"],
+        "loss_period" => &["p", "start_s", "end_s", "inner"],
+        "red" => &[
+            "limit_pkts",
+            "limit_bytes",
+            "min_th_pkts",
+            "max_th_pkts",
+            "max_p",
+            "q_weight",
+            "gentle",
+            "mean_pkt_bytes",
+        ],
+        "rio" => &[
+            "limit_pkts",
+            "limit_bytes",
+            "in_min_th_pkts",
+            "in_max_th_pkts",
+            "in_max_p",
+            "out_min_th_pkts",
+            "out_max_th_pkts",
+            "out_max_p",
+            "q_weight",
+            "gentle",
+            "mean_pkt_bytes",
+        ],
+        "token_bucket" => &["rate_bps", "bucket_bytes", "inner"],
+        "wrr" => &["classes", "default_class"],
+        "drr" => &["limit_pkts", "quantum_bytes"],
+        other => {
+            return Err(SimulationError::new_err(format!(
+                "{path}.kind: unknown queue kind {other:?}; expected drop_tail, random_drop, \
+                 loss_period, red, rio, token_bucket, wrr or drr"
+            )))
+        }
+    };
+    for k in spec.keys() {
+        let k: String = k.extract().map_err(|_| {
+            SimulationError::new_err(format!("{path}: keys must be strings, got {k}"))
+        })?;
+        if k != "kind" && !keys.contains(&k.as_str()) {
+            return Err(SimulationError::new_err(format!(
+                "{path}.{k}: not a parameter of a {kind} queue (expected {})",
+                keys.join(", ")
+            )));
+        }
+    }
+    let prob = "a probability in [0, 1]";
+    Ok(match kind.as_str() {
+        "drop_tail" => QueueConfig::DropTail(spec_limit(spec, path)?),
+        "random_drop" => QueueConfig::RandomDrop {
+            p: spec_need(spec, path, "p", prob)?,
+            inner: Box::new(spec_inner(spec, path, link_rate_bps)?),
+        },
+        "loss_period" => QueueConfig::LossPeriod {
+            p: spec_need(spec, path, "p", prob)?,
+            start: Instant::from_nanos(
+                secs(
+                    &format!("{path}.start_s"),
+                    spec_need(spec, path, "start_s", "seconds")?,
+                )?
+                .as_nanos(),
+            ),
+            end: Instant::from_nanos(
+                secs(
+                    &format!("{path}.end_s"),
+                    spec_need(spec, path, "end_s", "seconds")?,
+                )?
+                .as_nanos(),
+            ),
+            inner: Box::new(spec_inner(spec, path, link_rate_bps)?),
+        },
+        "red" => {
+            let mut c = RedConfig::ns2_defaults(spec_limit(spec, path)?, link_rate_bps);
+            let num = "a number";
+            c.min_th_pkts = spec_get(spec, path, "min_th_pkts", num)?.unwrap_or(c.min_th_pkts);
+            c.max_th_pkts = spec_get(spec, path, "max_th_pkts", num)?.unwrap_or(c.max_th_pkts);
+            c.max_p = spec_get(spec, path, "max_p", prob)?.unwrap_or(c.max_p);
+            c.q_weight = spec_get(spec, path, "q_weight", num)?.unwrap_or(c.q_weight);
+            c.gentle = spec_get(spec, path, "gentle", "true or false")?.unwrap_or(c.gentle);
+            c.mean_pkt_bytes =
+                spec_get(spec, path, "mean_pkt_bytes", "bytes")?.unwrap_or(c.mean_pkt_bytes);
+            QueueConfig::Red(c)
+        }
+        "rio" => {
+            let num = "a number";
+            let curve = |pre: &str| -> PyResult<RedThresholds> {
+                Ok(RedThresholds {
+                    min_th_pkts: spec_need(spec, path, &format!("{pre}_min_th_pkts"), num)?,
+                    max_th_pkts: spec_need(spec, path, &format!("{pre}_max_th_pkts"), num)?,
+                    max_p: spec_need(spec, path, &format!("{pre}_max_p"), prob)?,
+                })
+            };
+            let mut c = RioConfig::new(
+                spec_limit(spec, path)?,
+                link_rate_bps,
+                curve("in")?,
+                curve("out")?,
+            );
+            c.q_weight = spec_get(spec, path, "q_weight", num)?.unwrap_or(c.q_weight);
+            c.gentle = spec_get(spec, path, "gentle", "true or false")?.unwrap_or(c.gentle);
+            c.mean_pkt_bytes =
+                spec_get(spec, path, "mean_pkt_bytes", "bytes")?.unwrap_or(c.mean_pkt_bytes);
+            QueueConfig::Rio(c)
+        }
+        "token_bucket" => QueueConfig::TokenBucketMarker {
+            rate_bps: rate(
+                &format!("{path}.rate_bps"),
+                spec_need(spec, path, "rate_bps", "bit/s")?,
+            )?,
+            bucket_bytes: spec_need(spec, path, "bucket_bytes", "bytes >= 1")?,
+            inner: Box::new(spec_inner(spec, path, link_rate_bps)?),
+        },
+        "wrr" => {
+            let list = spec_need::<Vec<Bound<'_, PyDict>>>(
+                spec,
+                path,
+                "classes",
+                "a list of {dscps, weight, queue} dicts",
+            )?;
+            let mut classes = Vec::with_capacity(list.len());
+            for (i, c) in list.iter().enumerate() {
+                let cp = format!("{path}.classes[{i}]");
+                for k in c.keys() {
+                    let k: String = k.extract()?;
+                    if !["dscps", "weight", "queue"].contains(&k.as_str()) {
+                        return Err(SimulationError::new_err(format!(
+                            "{cp}.{k}: not a parameter of a WRR class (expected dscps, weight, queue)"
+                        )));
+                    }
+                }
+                let q = spec_need::<Bound<'_, PyDict>>(c, &cp, "queue", "a queue spec (dict)")?;
+                classes.push(WrrClass {
+                    dscps: spec_need(c, &cp, "dscps", "a list of DSCPs 0..=63")?,
+                    weight: spec_need(c, &cp, "weight", "packets per round >= 1")?,
+                    queue: queue_spec(&format!("{cp}.queue"), &q, link_rate_bps)?,
+                });
+            }
+            QueueConfig::Wrr {
+                classes,
+                default_class: spec_get(spec, path, "default_class", "a class index")?.unwrap_or(0),
+            }
+        }
+        _ => QueueConfig::Drr {
+            limit_pkts: spec_need(spec, path, "limit_pkts", "packets >= 1")?,
+            quantum_bytes: spec_get(spec, path, "quantum_bytes", "bytes >= 1")?
+                .unwrap_or(DRR_DEFAULT_QUANTUM_BYTES),
+        },
+    })
+}
+
+/// A topology change that succeeded, kept so the network can be rebuilt after one that failed.
+type NetOp = Box<dyn Fn(&mut Network) -> Result<(), SimError> + Send>;
+
+struct Builder {
+    net: Network,
+    ops: Vec<NetOp>,
+}
+
 enum State {
-    Building(Network),
+    Building(Builder),
     Running(Box<Sim>),
     Poisoned,
 }
@@ -92,10 +323,29 @@ pub struct PySimulation {
 }
 
 impl PySimulation {
-    fn with_net<T>(&self, f: impl FnOnce(&mut Network) -> Result<T, SimError>) -> PyResult<T> {
+    /// Applies a topology change. A builder such as `dumbbell` may fail halfway (a node name in
+    /// use, a bad queue on its third link); the network is then rebuilt from the changes that
+    /// succeeded, so a failed call leaves it as it was (same nodes, links and ids).
+    fn with_net<T>(
+        &self,
+        f: impl Fn(&mut Network) -> Result<T, SimError> + Send + 'static,
+    ) -> PyResult<T> {
         let mut st = self.state.lock().expect("not poisoned");
         match &mut *st {
-            State::Building(net) => f(net).map_err(sim_err),
+            State::Building(b) => match f(&mut b.net) {
+                Ok(v) => {
+                    b.ops.push(Box::new(move |n| f(n).map(|_| ())));
+                    Ok(v)
+                }
+                Err(e) => {
+                    let mut net = Network::default();
+                    for op in &b.ops {
+                        op(&mut net).expect("a change that succeeded succeeds again");
+                    }
+                    b.net = net;
+                    Err(sim_err(e))
+                }
+            },
             _ => Err(SimulationError::new_err(
                 "the topology is fixed once flows are added or the simulation has run",
             )),
@@ -105,9 +355,10 @@ impl PySimulation {
     fn with_sim<T>(&self, f: impl FnOnce(&mut Sim) -> Result<T, SimError>) -> PyResult<T> {
         let mut st = self.state.lock().expect("not poisoned");
         if let State::Building(_) = &*st {
-            let State::Building(mut net) = std::mem::replace(&mut *st, State::Poisoned) else {
+            let State::Building(b) = std::mem::replace(&mut *st, State::Poisoned) else {
                 unreachable!()
             };
+            let mut net = b.net;
             net.compute_routes();
             *st = State::Running(Box::new(Sim::new(net, self.seed).map_err(sim_err)?));
         }
@@ -127,16 +378,22 @@ impl PySimulation {
     fn new(seed: u64) -> Self {
         PySimulation {
             seed,
-            state: Mutex::new(State::Building(Network::default())),
+            state: Mutex::new(State::Building(Builder {
+                net: Network::default(),
+                ops: Vec::new(),
+            })),
         }
     }
 
     fn add_node(&self, name: &str) -> PyResult<u32> {
-        self.with_net(|n| n.add_node(name).map(|id| id.0))
+        let name = name.to_string();
+        self.with_net(move |n| n.add_node(&name).map(|id| id.0))
     }
 
-    /// A one-way link; returns its id.
-    #[pyo3(signature = (src, dst, rate_bps, delay_s, queue_pkts=None, queue_bytes=None, random_drop=0.0))]
+    /// A one-way link; returns its id. The queue is a drop-tail of `queue_pkts` (or
+    /// `queue_bytes`, default 1000 packets) with optional random loss, or any discipline given
+    /// as a `queue` spec (not both).
+    #[pyo3(signature = (src, dst, rate_bps, delay_s, queue_pkts=None, queue_bytes=None, random_drop=0.0, queue=None))]
     #[allow(clippy::too_many_arguments)]
     fn add_link(
         &self,
@@ -147,18 +404,28 @@ impl PySimulation {
         queue_pkts: Option<usize>,
         queue_bytes: Option<u64>,
         random_drop: f64,
+        queue: Option<Bound<'_, PyDict>>,
     ) -> PyResult<u32> {
+        let rate_bps = rate("rate_bps", rate_bps)?;
         let cfg = LinkConfig {
-            rate_bps: rate("rate_bps", rate_bps)?,
+            rate_bps,
             delay: secs("delay_s", delay_s)?,
-            queue: queue("link", queue_pkts, queue_bytes, random_drop)?,
+            queue: link_queue(
+                "queue",
+                queue_pkts,
+                queue_bytes,
+                random_drop,
+                queue.as_ref(),
+                rate_bps,
+            )?,
         };
-        self.with_net(|n| n.add_link(NodeId(src), NodeId(dst), &cfg).map(|l| l.0))
+        self.with_net(move |n| n.add_link(NodeId(src), NodeId(dst), &cfg).map(|l| l.0))
     }
 
     /// The dissertation's dumbbell by default (10 Mbit/s, 48 ms, 83-packet queue; 1 Gbit/s, 1 ms
     /// access). Returns {"senders", "receivers", "bottleneck", "reverse"}.
-    #[pyo3(signature = (pairs, bottleneck_rate_bps=10e6, bottleneck_delay_s=0.048, queue_pkts=83, access_rate_bps=1e9, access_delays_s=None, random_drop=0.0))]
+    /// `queue` (a spec, see `add_link`) replaces the bottleneck's drop-tail of `queue_pkts`.
+    #[pyo3(signature = (pairs, bottleneck_rate_bps=10e6, bottleneck_delay_s=0.048, queue_pkts=None, access_rate_bps=1e9, access_delays_s=None, random_drop=0.0, queue=None))]
     #[allow(clippy::too_many_arguments)]
     fn dumbbell<'py>(
         &self,
@@ -166,11 +433,26 @@ impl PySimulation {
         pairs: usize,
         bottleneck_rate_bps: f64,
         bottleneck_delay_s: f64,
-        queue_pkts: usize,
+        queue_pkts: Option<usize>,
         access_rate_bps: f64,
         access_delays_s: Option<Vec<f64>>,
         random_drop: f64,
+        queue: Option<Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let bottleneck_rate = rate("bottleneck_rate_bps", bottleneck_rate_bps)?;
+        let queue_pkts = if queue.is_none() {
+            Some(queue_pkts.unwrap_or(83))
+        } else {
+            queue_pkts
+        };
+        let bottleneck_queue = link_queue(
+            "queue",
+            queue_pkts,
+            None,
+            random_drop,
+            queue.as_ref(),
+            bottleneck_rate,
+        )?;
         let delays = access_delays_s
             .unwrap_or_else(|| vec![0.001; pairs])
             .into_iter()
@@ -179,15 +461,15 @@ impl PySimulation {
         let cfg = DumbbellConfig {
             pairs,
             bottleneck: LinkConfig {
-                rate_bps: rate("bottleneck_rate_bps", bottleneck_rate_bps)?,
+                rate_bps: bottleneck_rate,
                 delay: secs("bottleneck_delay_s", bottleneck_delay_s)?,
-                queue: queue("bottleneck", Some(queue_pkts), None, random_drop)?,
+                queue: bottleneck_queue,
             },
             access_rate_bps: rate("access_rate_bps", access_rate_bps)?,
             access_delays: delays,
             access_queue: QueueConfig::drop_tail_pkts(10_000),
         };
-        let d = self.with_net(|n| dumbbell(n, &cfg))?;
+        let d = self.with_net(move |n| dumbbell(n, &cfg))?;
         let out = PyDict::new(py);
         out.set_item("senders", d.senders.iter().map(|n| n.0).collect::<Vec<_>>())?;
         out.set_item(
@@ -196,6 +478,41 @@ impl PySimulation {
         )?;
         out.set_item("bottleneck", d.bottleneck.0)?;
         out.set_item("reverse", d.reverse.0)?;
+        Ok(out)
+    }
+
+    /// A parking lot: routers R0..R{hops} in a chain of `hops` links (each direction) with host
+    /// H{i} on router R{i}. Returns {"routers", "hosts", "hops"} (`hops`: the forward links
+    /// R{i} -> R{i+1}). `queue` (a spec, see `add_link`) replaces the hops' drop-tail.
+    #[pyo3(signature = (hops, rate_bps=10e6, delay_s=0.01, queue_pkts=None, access_rate_bps=1e9, access_delay_s=0.001, queue=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn parking_lot<'py>(
+        &self,
+        py: Python<'py>,
+        hops: usize,
+        rate_bps: f64,
+        delay_s: f64,
+        queue_pkts: Option<usize>,
+        access_rate_bps: f64,
+        access_delay_s: f64,
+        queue: Option<Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let rate_bps = rate("rate_bps", rate_bps)?;
+        let link = LinkConfig {
+            rate_bps,
+            delay: secs("delay_s", delay_s)?,
+            queue: link_queue("queue", queue_pkts, None, 0.0, queue.as_ref(), rate_bps)?,
+        };
+        let access = LinkConfig {
+            rate_bps: rate("access_rate_bps", access_rate_bps)?,
+            delay: secs("access_delay_s", access_delay_s)?,
+            queue: QueueConfig::drop_tail_pkts(10_000),
+        };
+        let p = self.with_net(move |n| parking_lot(n, hops, &link, &access))?;
+        let out = PyDict::new(py);
+        out.set_item("routers", p.routers.iter().map(|n| n.0).collect::<Vec<_>>())?;
+        out.set_item("hosts", p.hosts.iter().map(|n| n.0).collect::<Vec<_>>())?;
+        out.set_item("hops", p.hops.iter().map(|l| l.0).collect::<Vec<_>>())?;
         Ok(out)
     }
 
