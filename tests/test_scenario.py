@@ -39,7 +39,7 @@ def test_shipped_scenarios_validate_and_run():
         ("colour = 3", "colour", "Extra inputs are not permitted"),
         ('[[flows]]\ntype = "tcp"\npair = 5', "flows", "the dumbbell has 2 pairs"),
         ('[[flows]]\ntype = "quic"\npair = 0', "flows.1", "does not match any of the expected tags"),
-        ('[[flows]]\ntype = "media"\npair = 1\ncontroller = "bbr"', "flows.1.media.controller", "Input should be"),
+        ('[[flows]]\ntype = "media"\npair = 1\ncontroller = "bbr"', "flows.1.controller", "Input should be"),
         ('[[flows]]\ntype = "tcp"\npair = 1\ngroup = "nope"', "(top level)", "is not one of the groups"),
         ('[[groups]]\nname = "g"\nkind = "fancy"', "groups.0", "neither a TCP coupler"),
     ],

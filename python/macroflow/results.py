@@ -62,7 +62,7 @@ def _priorities(sc: Scenario) -> Dict[str, float]:
     """TCP flow id -> priority of the coupled TCP flows (the simulator numbers TCP flows 0, 1, ...
     in file order, separately from media and UDP flows)."""
     tcp = [f for f in sc.flows if isinstance(f, TcpFlow)]
-    return {str(i): f.priority for i, f in enumerate(tcp) if f.group is not None}
+    return {str(i): f.priority for i, f in enumerate(tcp) if f.group is not None and sc.group(f.group).couples}
 
 
 def compute_run(

@@ -1,12 +1,14 @@
 """Scenario files (TOML), validated with pydantic, and running them on the simulator.
 
-A scenario describes a topology (for now the dumbbell of the dissertation's experiments), coupling
-groups (TCP couplers or FSE algorithms), flows (TCP, rate-controlled media, UDP cross traffic),
-priority changes, duration and seed. :func:`load` validates a file and reports every mistake with
+A scenario describes a topology (the dissertation's dumbbell, a parking lot, or any graph of named
+nodes and links), the queue discipline of its links (drop-tail, RED, RIO behind a token bucket,
+WRR, DRR, random or periodic loss), coupling groups (TCP couplers, FSE algorithms, or "none" for an
+uncoupled baseline), flows (TCP, rate-controlled media, UDP and web cross traffic), priority
+changes, the links to measure, duration and seed. :func:`load` validates a file and reports every mistake with
 the file, the field path and what was expected; nothing runs on an invalid file. :func:`run`
 builds the simulation and returns its results as Arrow tables.
 
-This is the first part of issue 5; the CLI, sweeps, the results store and reports build on it.
+Every field is documented on its model below; ``scenarios/`` has a commented example of each.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import tomllib
 from typing import Annotated, Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from macroflow._native import FSE_ALGORITHMS, TCP_COUPLER_KINDS
-from macroflow.sim import Simulation, tables
+from macroflow.sim import Simulation, SimulationError, tables
 
-__all__ = ["Scenario", "ScenarioError", "load", "parse", "validate", "run"]
+__all__ = ["Scenario", "ScenarioError", "load", "parse", "validate", "run", "PROGRESS_STEPS"]
 
 
 class ScenarioError(ValueError):
@@ -32,15 +34,35 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _check_queue(spec: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """A queue spec (see ``Simulation.add_link``) is checked by building it on a scratch link,
+    so the file is validated by the same code that runs it."""
+    if spec is None:
+        return None
+    s = Simulation()
+    a, b = s.add_node("a"), s.add_node("b")
+    try:
+        s.add_link(a, b, 1e9, 0.0, queue=spec)
+    except SimulationError as e:
+        raise ValueError(str(e)) from None
+    return spec
+
+
+QueueSpec = Annotated[Dict[str, Any], AfterValidator(_check_queue)]
+
+
 class Dumbbell(_Strict):
     """N sender/receiver pairs across one bottleneck (defaults: seed 003's 10 Mbit/s, 100 ms RTT,
-    1-BDP queue)."""
+    1-BDP queue). Flows give ``pair``; links to measure: ``bottleneck``, ``reverse``."""
 
     kind: Literal["dumbbell"] = "dumbbell"
     pairs: int = Field(ge=1)
     bottleneck_rate_bps: float = Field(default=10e6, gt=0)
     bottleneck_delay_s: float = Field(default=0.048, ge=0)
-    queue_pkts: int = Field(default=83, ge=1)
+    #: Drop-tail size of the bottleneck queue (83 packets when neither this nor ``queue`` is given).
+    queue_pkts: Optional[int] = Field(default=None, ge=1)
+    #: Any queue discipline for the bottleneck, e.g. {kind = "red", limit_pkts = 83}.
+    queue: Optional[QueueSpec] = None
     access_rate_bps: float = Field(default=1e9, gt=0)
     access_delays_s: Optional[List[Annotated[float, Field(ge=0)]]] = None
     random_drop: float = Field(default=0.0, ge=0, le=1)
@@ -49,12 +71,79 @@ class Dumbbell(_Strict):
     def _one_delay_per_pair(self) -> "Dumbbell":
         if self.access_delays_s is not None and len(self.access_delays_s) != self.pairs:
             raise ValueError(f"access_delays_s has {len(self.access_delays_s)} entries for {self.pairs} pairs")
+        if self.queue is not None and (self.queue_pkts is not None or self.random_drop):
+            raise ValueError("give queue, or queue_pkts/random_drop, not both")
         return self
 
 
+class ParkingLot(_Strict):
+    """Routers R0..R{hops} in a chain, host H{i} on router R{i}: flows give ``src``/``dst`` host
+    names (H0 -> H{hops} crosses every hop); links to measure: ``hop0``, ``hop1``, ..."""
+
+    kind: Literal["parking_lot"]
+    hops: int = Field(ge=1)
+    rate_bps: float = Field(default=10e6, gt=0)
+    delay_s: float = Field(default=0.01, ge=0)
+    queue_pkts: Optional[int] = Field(default=None, ge=1)
+    queue: Optional[QueueSpec] = None
+    access_rate_bps: float = Field(default=1e9, gt=0)
+    access_delay_s: float = Field(default=0.001, ge=0)
+
+    @model_validator(mode="after")
+    def _one_queue(self) -> "ParkingLot":
+        if self.queue is not None and self.queue_pkts is not None:
+            raise ValueError("give queue or queue_pkts, not both")
+        return self
+
+
+class GraphLink(_Strict):
+    """A link between two named nodes, both directions unless ``duplex = false``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    from_: str = Field(alias="from", min_length=1)
+    to: str = Field(min_length=1)
+    rate_bps: float = Field(gt=0)
+    delay_s: float = Field(ge=0)
+    queue_pkts: Optional[int] = Field(default=None, ge=1)
+    queue: Optional[QueueSpec] = None
+    duplex: bool = True
+
+    @model_validator(mode="after")
+    def _one_queue(self) -> "GraphLink":
+        if self.queue is not None and self.queue_pkts is not None:
+            raise ValueError("give queue or queue_pkts, not both")
+        if self.from_ == self.to:
+            raise ValueError(f"a link from {self.to!r} to itself")
+        return self
+
+
+class Graph(_Strict):
+    """Any topology: named nodes and links; routes are shortest paths. Flows give ``src``/``dst``
+    node names; links to measure are named "from->to"."""
+
+    kind: Literal["graph"]
+    nodes: List[str] = Field(min_length=2)
+    links: List[GraphLink] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names(self) -> "Graph":
+        if len(set(self.nodes)) != len(self.nodes):
+            raise ValueError("node names must be unique")
+        for i, l in enumerate(self.links):
+            for end in (l.from_, l.to):
+                if end not in self.nodes:
+                    raise ValueError(f"links[{i}]: {end!r} is not one of the nodes")
+        return self
+
+
+Topology = Annotated[Union[Dumbbell, ParkingLot, Graph], Field(discriminator="kind")]
+
+
 class Group(_Strict):
-    """A coupling group: a TCP coupler (ccc, ccc_handover, etcp, efcm) for TCP flows, or an FSE
-    algorithm (active, conservative_active, simple_passive, passive) for media flows."""
+    """A coupling group: a TCP coupler (ccc, ccc_handover, etcp, efcm) for TCP flows, an FSE
+    algorithm (active, conservative_active, simple_passive, passive) for media flows, or "none":
+    a baseline in which the group's flows run uncoupled (their priorities and priority changes
+    then have no effect), so one file can be swept over ``groups.0.kind = none,ccc``."""
 
     name: str = Field(min_length=1)
     kind: str
@@ -64,8 +153,10 @@ class Group(_Strict):
 
     @model_validator(mode="after")
     def _known_kind(self) -> "Group":
-        if self.kind not in TCP_COUPLER_KINDS and self.kind not in FSE_ALGORITHMS:
-            raise ValueError(f"kind {self.kind!r} is neither a TCP coupler {TCP_COUPLER_KINDS} nor an FSE algorithm {FSE_ALGORITHMS}")
+        if self.kind != "none" and self.kind not in TCP_COUPLER_KINDS and self.kind not in FSE_ALGORITHMS:
+            raise ValueError(
+                f"kind {self.kind!r} is neither a TCP coupler {TCP_COUPLER_KINDS}, an FSE algorithm {FSE_ALGORITHMS}, nor 'none'"
+            )
         if self.delay_max_s < self.delay_min_s:
             raise ValueError("delay_max_s must be >= delay_min_s")
         return self
@@ -74,40 +165,65 @@ class Group(_Strict):
     def is_fse(self) -> bool:
         return self.kind in FSE_ALGORITHMS
 
+    @property
+    def couples(self) -> bool:
+        return self.kind != "none"
 
-class TcpFlow(_Strict):
-    type: Literal["tcp"]
-    pair: int = Field(ge=0)
+
+class _Endpoints(_Strict):
+    """Where a flow runs: ``pair`` on a dumbbell, ``src``/``dst`` node names elsewhere."""
+
+    pair: Optional[int] = Field(default=None, ge=0)
+    src: Optional[str] = None
+    dst: Optional[str] = None
     start_s: float = Field(default=0.0, ge=0)
+
+
+class TcpFlow(_Endpoints):
+    type: Literal["tcp"]
+    #: Bytes to send (a flow that completes); bulk when absent.
     size_bytes: Optional[int] = Field(default=None, ge=1)
     cc: Literal["newreno", "cubic", "ledbat"] = "newreno"
     group: Optional[str] = None
     priority: float = Field(default=1.0, gt=0)
+    #: DSCP of its packets (WRR classifies by it).
+    dscp: int = Field(default=0, ge=0, le=63)
 
 
-class MediaFlow(_Strict):
+class MediaFlow(_Endpoints):
     type: Literal["media"]
-    pair: int = Field(ge=0)
-    start_s: float = Field(default=0.0, ge=0)
     controller: Literal["nada", "gcc", "tfrc", "rap"] = "nada"
     source: Literal["greedy", "app_limited", "video"] = "greedy"
     rate_bps: Optional[float] = Field(default=None, gt=0)
+    #: (start, end) seconds in which the application sends nothing.
     pauses: List[Tuple[float, float]] = []
     packet_bytes: int = Field(default=1200, ge=40)
     group: Optional[str] = None
     priority: float = Field(default=1.0, gt=0)
 
 
-class UdpFlow(_Strict):
+class UdpFlow(_Endpoints):
     type: Literal["udp"]
-    pair: int = Field(ge=0)
-    start_s: float = Field(default=0.0, ge=0)
     kind: Literal["cbr", "self_similar"] = "cbr"
     rate_bps: Optional[float] = Field(default=None, gt=0)
     load_bps: Optional[float] = Field(default=None, gt=0)
+    dscp: int = Field(default=0, ge=0, le=63)
 
 
-Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow], Field(discriminator="type")]
+class WebFlow(_Endpoints):
+    """Web-like cross traffic: short TCP flows with Poisson arrivals and Pareto sizes, offering
+    ``load_bps`` on average until ``end_s`` (default: the end of the run). They are numbered
+    after the file's TCP flows."""
+
+    type: Literal["web"]
+    load_bps: float = Field(gt=0)
+    mean_size_bytes: float = Field(default=50e3, gt=0)
+    end_s: Optional[float] = Field(default=None, gt=0)
+    pareto_shape: float = Field(default=1.2, gt=1)
+    cc: Literal["newreno", "cubic", "ledbat"] = "newreno"
+
+
+Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow, WebFlow], Field(discriminator="type")]
 
 
 class PriorityChange(_Strict):
@@ -116,43 +232,105 @@ class PriorityChange(_Strict):
     priority: float = Field(gt=0)
 
 
+def _node_names(t: Union[Dumbbell, ParkingLot, Graph]) -> List[str]:
+    if isinstance(t, ParkingLot):
+        return [f"{p}{i}" for i in range(t.hops + 1) for p in ("H", "R")]
+    if isinstance(t, Graph):
+        return list(t.nodes)
+    return []
+
+
+def _link_names(t: Union[Dumbbell, ParkingLot, Graph]) -> List[str]:
+    if isinstance(t, Dumbbell):
+        return ["bottleneck", "reverse"]
+    if isinstance(t, ParkingLot):
+        return [f"hop{i}" for i in range(t.hops)]
+    names = []
+    for l in t.links:
+        names.append(f"{l.from_}->{l.to}")
+        if l.duplex:
+            names.append(f"{l.to}->{l.from_}")
+    return names
+
+
 class Scenario(_Strict):
     name: str = Field(min_length=1)
     seed: int = Field(default=1, ge=0)
     duration_s: float = Field(gt=0)
+    #: Period of the time series (per-flow cwnd, rates; queues of measured links); none if unset.
     sample_interval_s: Optional[float] = Field(default=0.1, gt=0)
-    topology: Dumbbell
+    topology: Topology
+    #: Links whose queue is sampled (see each topology for names). Default: the dumbbell's
+    #: bottleneck, every parking-lot hop, every graph link.
+    measure_links: Optional[List[str]] = None
     groups: List[Group] = []
     flows: List[Flow] = Field(min_length=1)
     priority_changes: List[PriorityChange] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dumbbell_by_default(cls, data: Any) -> Any:
+        # Files written before other topologies existed have no topology.kind.
+        if isinstance(data, dict) and isinstance(data.get("topology"), dict) and "kind" not in data["topology"]:
+            data = {**data, "topology": {**data["topology"], "kind": "dumbbell"}}
+        return data
 
     @model_validator(mode="after")
     def _references(self) -> "Scenario":
         names = {g.name: g for g in self.groups}
         if len(names) != len(self.groups):
             raise ValueError("group names must be unique")
+        topo = self.topology
+        nodes = set(_node_names(topo))
         for i, f in enumerate(self.flows):
-            if f.pair >= self.topology.pairs:
-                raise ValueError(f"flows[{i}].pair = {f.pair}, but the dumbbell has {self.topology.pairs} pairs")
+            if isinstance(topo, Dumbbell):
+                if f.pair is None or f.src is not None or f.dst is not None:
+                    raise ValueError(f"flows[{i}]: on a dumbbell give pair (not src/dst)")
+                if f.pair >= topo.pairs:
+                    raise ValueError(f"flows[{i}].pair = {f.pair}, but the dumbbell has {topo.pairs} pairs")
+            else:
+                if f.pair is not None or f.src is None or f.dst is None:
+                    raise ValueError(f"flows[{i}]: on a {topo.kind} give src and dst node names (not pair)")
+                for end in (f.src, f.dst):
+                    if end not in nodes:
+                        raise ValueError(f"flows[{i}]: {end!r} is not a node of the {topo.kind} (nodes: {sorted(nodes)})")
+                if f.src == f.dst:
+                    raise ValueError(f"flows[{i}]: src and dst are the same node")
             group = getattr(f, "group", None)
             if group is None:
                 continue
             if group not in names:
                 raise ValueError(f"flows[{i}].group {group!r} is not one of the groups {sorted(names)}")
-            if isinstance(f, TcpFlow) and names[group].is_fse:
+            g = names[group]
+            if isinstance(f, TcpFlow) and g.is_fse:
                 raise ValueError(f"flows[{i}] is TCP but group {group!r} is an FSE group (for media flows)")
-            if isinstance(f, MediaFlow) and not names[group].is_fse:
+            if isinstance(f, MediaFlow) and g.couples and not g.is_fse:
                 raise ValueError(f"flows[{i}] is a media flow but group {group!r} is a TCP coupler")
         for i, c in enumerate(self.priority_changes):
             if c.flow >= len(self.flows) or not isinstance(self.flows[c.flow], TcpFlow) or self.flows[c.flow].group is None:
                 raise ValueError(f"priority_changes[{i}].flow = {c.flow} is not a coupled TCP flow")
+        if self.measure_links is not None:
+            known = _link_names(topo)
+            for i, l in enumerate(self.measure_links):
+                if l not in known:
+                    raise ValueError(f"measure_links[{i}] = {l!r} is not a link of the {topo.kind} (links: {known})")
         return self
+
+    def group(self, name: Optional[str]) -> Optional[Group]:
+        """The group called `name` (None for None)."""
+        return next((g for g in self.groups if g.name == name), None) if name is not None else None
+
+
+#: Tags of the tagged unions, which pydantic puts in an error's location but a file does not have.
+_TAGS = {"dumbbell", "parking_lot", "graph", "tcp", "media", "udp", "web"}
 
 
 def _explain(e: ValidationError, source: str) -> ScenarioError:
     lines = [f"{source}: invalid scenario"]
     for err in e.errors():
-        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        loc = err["loc"]
+        keep = [p for i, p in enumerate(loc) if not (p in _TAGS and i > 0 and (loc[i - 1] == "topology" or isinstance(loc[i - 1], int)))]
+        path = ".".join(str(p) for p in keep) or "(top level)"
         lines.append(f"  {path}: {err['msg']}")
     return ScenarioError("\n".join(lines))
 
@@ -184,50 +362,85 @@ def load(path: Union[str, pathlib.Path]) -> Scenario:
     return parse(text, str(p))
 
 
+def _build_topology(s: Simulation, t: Union[Dumbbell, ParkingLot, Graph]) -> Tuple[Callable[[Any], Tuple[int, int]], Dict[str, int]]:
+    """Builds the topology; returns how to find a flow's (src, dst) node ids and the links by name."""
+    if isinstance(t, Dumbbell):
+        d = s.dumbbell(
+            t.pairs,
+            bottleneck_rate_bps=t.bottleneck_rate_bps,
+            bottleneck_delay_s=t.bottleneck_delay_s,
+            queue_pkts=t.queue_pkts,
+            access_rate_bps=t.access_rate_bps,
+            access_delays_s=t.access_delays_s,
+            random_drop=t.random_drop,
+            queue=t.queue,
+        )
+        return (lambda f: (d["senders"][f.pair], d["receivers"][f.pair])), {"bottleneck": d["bottleneck"], "reverse": d["reverse"]}
+    if isinstance(t, ParkingLot):
+        p = s.parking_lot(
+            t.hops, rate_bps=t.rate_bps, delay_s=t.delay_s, queue_pkts=t.queue_pkts,
+            access_rate_bps=t.access_rate_bps, access_delay_s=t.access_delay_s, queue=t.queue,
+        )
+        ids = {f"H{i}": h for i, h in enumerate(p["hosts"])}
+        ids.update({f"R{i}": r for i, r in enumerate(p["routers"])})
+        return (lambda f: (ids[f.src], ids[f.dst])), {f"hop{i}": l for i, l in enumerate(p["hops"])}
+    ids = {n: s.add_node(n) for n in t.nodes}
+    links: Dict[str, int] = {}
+    for l in t.links:
+        ends = [(l.from_, l.to)] + ([(l.to, l.from_)] if l.duplex else [])
+        for a, b in ends:
+            links[f"{a}->{b}"] = s.add_link(ids[a], ids[b], l.rate_bps, l.delay_s, queue_pkts=l.queue_pkts, queue=l.queue)
+    return (lambda f: (ids[f.src], ids[f.dst])), links
+
+
+def _default_measured(t: Union[Dumbbell, ParkingLot, Graph]) -> List[str]:
+    return ["bottleneck"] if isinstance(t, Dumbbell) else _link_names(t)
+
+
 #: Progress is reported this many times over a run (the simulator runs in as many chunks).
 PROGRESS_STEPS = 100
 
 
 def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dict[str, pa.Table]:
     """Runs a validated scenario and returns its results as Arrow tables. `progress`, if given, is
-    called with the simulated time (seconds) reached, about :data:`PROGRESS_STEPS` times."""
+    called with the simulated time (seconds) reached, about :data:`PROGRESS_STEPS` times. TCP
+    flows are numbered in file order, then the web workloads' flows; media and UDP flows have
+    their own numbering."""
     s = Simulation(seed=sc.seed)
-    t = sc.topology
-    d = s.dumbbell(
-        t.pairs,
-        bottleneck_rate_bps=t.bottleneck_rate_bps,
-        bottleneck_delay_s=t.bottleneck_delay_s,
-        queue_pkts=t.queue_pkts,
-        access_rate_bps=t.access_rate_bps,
-        access_delays_s=t.access_delays_s,
-        random_drop=t.random_drop,
-    )
+    ends, links = _build_topology(s, sc.topology)
     ids: Dict[int, int] = {}
     for i, f in enumerate(sc.flows):
-        src, dst = d["senders"][f.pair], d["receivers"][f.pair]
+        src, dst = ends(f)
         if isinstance(f, TcpFlow):
-            ids[i] = s.add_tcp_flow(src, dst, start_s=f.start_s, size_bytes=f.size_bytes, cc=f.cc)
+            ids[i] = s.add_tcp_flow(src, dst, start_s=f.start_s, size_bytes=f.size_bytes, cc=f.cc, dscp=f.dscp)
         elif isinstance(f, MediaFlow):
             ids[i] = s.add_media_flow(
                 src, dst, controller=f.controller, source=f.source, rate_bps=f.rate_bps,
                 pauses=list(f.pauses), packet_bytes=f.packet_bytes, start_s=f.start_s,
             )
-        else:
-            ids[i] = s.add_udp_flow(src, dst, kind=f.kind, rate_bps=f.rate_bps, load_bps=f.load_bps, start_s=f.start_s)
-    group_ids = {g.name: (s.add_fse_group(g.kind) if g.is_fse else s.add_coupling_group(g.kind)) for g in sc.groups}
+        elif isinstance(f, UdpFlow):
+            ids[i] = s.add_udp_flow(src, dst, kind=f.kind, rate_bps=f.rate_bps, load_bps=f.load_bps, start_s=f.start_s, dscp=f.dscp)
+    for f in sc.flows:
+        if isinstance(f, WebFlow):
+            s.add_web_workload([ends(f)], f.load_bps, mean_size_bytes=f.mean_size_bytes, start_s=f.start_s,
+                               end_s=f.end_s if f.end_s is not None else sc.duration_s, pareto_shape=f.pareto_shape, cc=f.cc)
+    group_ids = {
+        g.name: (s.add_fse_group(g.kind) if g.is_fse else s.add_coupling_group(g.kind)) for g in sc.groups if g.couples
+    }
     for i, f in enumerate(sc.flows):
-        g = getattr(f, "group", None)
-        if g is None:
+        g = sc.group(getattr(f, "group", None))
+        if g is None or not g.couples:
             continue
-        grp = next(x for x in sc.groups if x.name == g)
         if isinstance(f, TcpFlow):
-            s.couple(ids[i], group_ids[g], f.priority)
+            s.couple(ids[i], group_ids[g.name], f.priority)
         else:
-            s.couple_media(ids[i], group_ids[g], f.priority, delay_min_s=grp.delay_min_s, delay_max_s=grp.delay_max_s)
+            s.couple_media(ids[i], group_ids[g.name], f.priority, delay_min_s=g.delay_min_s, delay_max_s=g.delay_max_s)
     for c in sc.priority_changes:
-        s.set_priority_at(c.at_s, ids[c.flow], c.priority)
+        if sc.group(sc.flows[c.flow].group).couples:
+            s.set_priority_at(c.at_s, ids[c.flow], c.priority)
     if sc.sample_interval_s:
-        s.sample_every(sc.sample_interval_s, [d["bottleneck"]])
+        measured = sc.measure_links if sc.measure_links is not None else _default_measured(sc.topology)
+        s.sample_every(sc.sample_interval_s, [links[n] for n in measured])
     if progress is None:
         s.run(sc.duration_s)
     else:
