@@ -257,8 +257,8 @@ class Scenario(_Strict):
     name: str = Field(min_length=1)
     seed: int = Field(default=1, ge=0)
     duration_s: float = Field(gt=0)
-    #: Period of the time series (per-flow cwnd, rates; queues of measured links); none if unset.
-    sample_interval_s: Optional[float] = Field(default=0.1, gt=0)
+    #: Period of the time series (per-flow cwnd, rates; queues of measured links); 0: none.
+    sample_interval_s: float = Field(default=0.1, ge=0)
     topology: Topology
     #: Links whose queue is sampled (see each topology for names). Default: the dumbbell's
     #: bottleneck, every parking-lot hop, every graph link.
