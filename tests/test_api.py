@@ -25,6 +25,8 @@ def stub_classes():
 
 def test_package_reexports_everything_public():
     public = {n for n in dir(_native) if not n.startswith("_")} | {"__version__"}
+    import macroflow.reports, macroflow.reproductions, macroflow.sweeps  # noqa: F401, E401 (must not shadow the API)
+
     workflow = {"run", "sweep", "reproduce", "report", "load_results"}  # macroflow.api
     assert set(mf.__all__) == public | workflow
     for name in public:

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from macroflow.plots import cdf, metric_vs_param, time_series
-from macroflow.report import write_report
+from macroflow.reports import write_report
 from macroflow.results import list_runs, load_results, run_to_store, write_json_atomic
 from macroflow.scenario import parse
 

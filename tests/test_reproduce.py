@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from macroflow.reproduce import REPRODUCTIONS, reproduce
+from macroflow.reproductions import REPRODUCTIONS, reproduce
 
 
 def test_unknown_reproduction_is_a_clear_error(tmp_path):

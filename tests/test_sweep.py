@@ -14,7 +14,7 @@ import pytest
 import macroflow
 from macroflow.results import list_runs, run_to_store
 from macroflow.scenario import ScenarioError, load, run
-from macroflow.sweep import SweepError, parse_setting, plan, plan_file, set_path, sweep
+from macroflow.sweeps import SweepError, parse_setting, plan, plan_file, set_path, sweep
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILE = ROOT / "scenarios" / "coupled_vs_uncoupled_dumbbell.toml"

@@ -21,7 +21,7 @@ from macroflow import demo
 from macroflow.results import load_results, run_to_store
 from macroflow.scenario import ScenarioError, load
 from macroflow.console import console, print_checks, sweep_progress
-from macroflow.sweep import SweepError, SweepProgress, plan_file, sweep
+from macroflow.sweeps import SweepError, SweepProgress, plan_file, sweep
 
 app = typer.Typer(
     add_completion=False,
@@ -119,7 +119,7 @@ def sweep_cmd(
     p = last[0]
     typer.echo(f"{p.total} runs in {out}: {p.done} run now, {p.already} already stored")
     if report:
-        from macroflow.report import write_report
+        from macroflow.reports import write_report
 
         typer.echo(f"report: {write_report(out)}")
 
@@ -139,7 +139,7 @@ def reproduce_cmd(
 
     Runs its sweeps (resuming after a kill), compares our results with the source's expected
     outcomes, and writes DIR/reproduction.json and DIR/report.html with the figures and PASS/FAIL."""
-    from macroflow.reproduce import REPRODUCTIONS, reproduce
+    from macroflow.reproductions import REPRODUCTIONS, reproduce
 
     if name not in REPRODUCTIONS:
         _fail(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}")
@@ -171,7 +171,7 @@ def report_cmd(
     Summary tables, figures (time series, each metric against each swept parameter with the
     spread over seeds, CDFs) and, for a named reproduction, the source's expected values beside
     ours with PASS/FAIL."""
-    from macroflow.report import write_report
+    from macroflow.reports import write_report
 
     try:
         typer.echo(f"report: {write_report(dir, out)}")
@@ -182,7 +182,7 @@ def report_cmd(
 @app.command("list")
 def list_cmd() -> None:
     """List the shipped scenario files and the named reproductions."""
-    from macroflow.reproduce import REPRODUCTIONS
+    from macroflow.reproductions import REPRODUCTIONS
 
     typer.echo("scenarios:")
     for f in sorted(SCENARIOS.glob("*.toml")):

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import pyarrow as pa
 
 from macroflow import results as _results
-from macroflow import sweep as _sweep
+from macroflow import sweeps as _sweep
 from macroflow.scenario import Scenario, load
 
 __all__ = ["run", "sweep", "reproduce", "report", "load_results"]
@@ -55,16 +55,16 @@ def sweep(
 
 
 def reproduce(name: str, out: Optional[PathLike] = None, **kwargs: Any) -> pathlib.Path:
-    """Runs a named reproduction (:data:`macroflow.reproduce.REPRODUCTIONS`) and returns the path
-    of its HTML report; keywords as :func:`macroflow.reproduce.reproduce`."""
-    from macroflow.reproduce import reproduce as _reproduce
+    """Runs a named reproduction (:data:`macroflow.reproductions.REPRODUCTIONS`) and returns the path
+    of its HTML report; keywords as :func:`macroflow.reproductions.reproduce`."""
+    from macroflow.reproductions import reproduce as _reproduce
 
     return _reproduce(name, out, **kwargs)
 
 
 def report(store: PathLike, out: Optional[PathLike] = None) -> pathlib.Path:
     """Writes the self-contained HTML report of a results store; returns its path."""
-    from macroflow.report import write_report
+    from macroflow.reports import write_report
 
     return write_report(store, out)
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from macroflow.sweep import SweepProgress
+from macroflow.sweeps import SweepProgress
 
 __all__ = ["console", "sweep_progress", "print_checks"]
 

@@ -4,7 +4,7 @@
 2. One loss on one of two TCP connections in congestion avoidance (seed 003 Fig. 9.2): how much
    of the aggregate window each coupler keeps.
 3. The headline reproduction, coupled versus uncoupled TCP on the dissertation's dumbbell
-   (:mod:`macroflow.reproduce`), on the simulator and a local process pool, leaving
+   (:mod:`macroflow.reproductions`), on the simulator and a local process pool, leaving
    ``out/report.html`` (its runs are stored under ``out/reproductions/``).
 """
 
@@ -148,7 +148,7 @@ def main(out: str = "out") -> None:
     import shutil
 
     from macroflow.console import print_checks, sweep_progress
-    from macroflow.reproduce import reproduce
+    from macroflow.reproductions import reproduce
 
     name = "coupled-vs-uncoupled"
     bars = {}

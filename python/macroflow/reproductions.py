@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from macroflow.results import list_runs, load_results, write_json_atomic
 from macroflow.scenario import validate
-from macroflow.sweep import Job, SweepProgress, sweep
+from macroflow.sweeps import Job, SweepProgress, sweep
 
 __all__ = ["Check", "Part", "Reproduction", "REPRODUCTIONS", "reproduce"]
 
@@ -219,6 +219,6 @@ def reproduce(
         "checks": [asdict(c) for c in checks],
         "labels": rep.labels,
     })
-    from macroflow.report import write_report  # matplotlib is only loaded when a report is made
+    from macroflow.reports import write_report  # matplotlib is only loaded when a report is made
 
     return write_report(root)
