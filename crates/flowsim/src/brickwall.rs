@@ -1,0 +1,353 @@
+//! The steady state of a network of fairness-enforcing routers (seed 002 §4.2): "At each link, we
+//! derive the output flow allocation using a max-min apportionment of the input flows", the rate of
+//! a flow entering a link being what the previous link let through, iterated "until flow
+//! utilization has been calculated for each edge".
+//!
+//! Links are visited in the order of the link-dependency graph (an edge `a -> b` when some flow
+//! crosses `a` then `b`). Where that graph has no cycle, one pass in topological order is exact.
+//! Links on a cycle (strongly connected component) are iterated together until no rate changes.
+
+use crate::network::{Error, Flows, LinkId, Network};
+
+/// Rates of one computation, per hop (see [`Flows`]) and per flow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowState {
+    /// Rate of the flow arriving at the hop's link (the first hop: the flow's demand).
+    pub offered: Vec<f64>,
+    /// Rate the hop's link carries (offered minus what the router at its tail dropped).
+    pub carried: Vec<f64>,
+    /// Rate delivered at the sink: the last hop's carried rate.
+    pub goodput: Vec<f64>,
+}
+
+impl FlowState {
+    /// Dropped at the hop: `L_i(u, v)` of §4.1.1.
+    pub fn dropped(&self, hop: usize) -> f64 {
+        (self.offered[hop] - self.carried[hop]).max(0.0)
+    }
+}
+
+/// The brick-wall max-min level of a link (§3.1.2): every flow gets `min(offered, level)`;
+/// infinite when the link is not overloaded. `sorted` must be ascending.
+pub fn water_level(capacity: f64, sorted: &[f64]) -> f64 {
+    let mut rem = capacity;
+    let n = sorted.len();
+    for (k, &x) in sorted.iter().enumerate() {
+        let share = rem / (n - k) as f64;
+        if x > share {
+            return share.max(0.0);
+        }
+        rem -= x;
+    }
+    f64::INFINITY
+}
+
+/// How a router divides a link among the rates offered to it. `carried` has the length of `offered`.
+pub trait LinkRule {
+    fn apply(&mut self, link: LinkId, capacity: f64, offered: &[f64], carried: &mut [f64]);
+}
+
+/// Link-local max-min fair dropping: the brick-wall policy of §3.1.2.
+#[derive(Default)]
+pub struct MaxMinRule {
+    sorted: Vec<f64>,
+}
+
+impl LinkRule for MaxMinRule {
+    fn apply(&mut self, _link: LinkId, capacity: f64, offered: &[f64], carried: &mut [f64]) {
+        let total: f64 = offered.iter().sum();
+        if total <= capacity {
+            carried.copy_from_slice(offered);
+            return;
+        }
+        self.sorted.clear();
+        self.sorted.extend_from_slice(offered);
+        self.sorted.sort_unstable_by(f64::total_cmp);
+        let level = water_level(capacity, &self.sorted);
+        for (c, &o) in carried.iter_mut().zip(offered) {
+            *c = o.min(level);
+        }
+    }
+}
+
+/// The routing structure of a set of flows on a network, computed once and reused for every
+/// demand vector (the sender models of §5 recompute the network many times).
+pub struct Brickwall<'a> {
+    pub net: &'a Network,
+    pub flows: &'a Flows,
+    /// Hops crossing each link (CSR, see [`Flows::hops_by_link`]).
+    pub link_starts: Vec<usize>,
+    pub link_hops: Vec<usize>,
+    /// Links that carry flows, grouped into strongly connected components in topological order.
+    components: Vec<Vec<LinkId>>,
+    /// Whether hop `h` is its flow's last.
+    is_last: Vec<bool>,
+}
+
+/// Sweeps over a cyclic component before giving up.
+const MAX_SWEEPS: usize = 100_000;
+
+impl<'a> Brickwall<'a> {
+    pub fn new(net: &'a Network, flows: &'a Flows) -> Self {
+        let nl = net.link_count();
+        let (link_starts, link_hops) = flows.hops_by_link(nl);
+        let mut is_last = vec![false; flows.links.len()];
+        for i in 0..flows.len() {
+            let r = flows.hops(i);
+            if !r.is_empty() {
+                is_last[r.end - 1] = true;
+            }
+        }
+        // Link-dependency graph (CSR of successors).
+        let mut succ_starts = vec![0usize; nl + 1];
+        for h in 0..flows.links.len() {
+            if !is_last[h] {
+                succ_starts[flows.links[h] as usize + 1] += 1;
+            }
+        }
+        for i in 0..nl {
+            succ_starts[i + 1] += succ_starts[i];
+        }
+        let mut fill = succ_starts.clone();
+        let mut succ = vec![0 as LinkId; succ_starts[nl]];
+        for h in 0..flows.links.len() {
+            if !is_last[h] {
+                let l = flows.links[h] as usize;
+                succ[fill[l]] = flows.links[h + 1];
+                fill[l] += 1;
+            }
+        }
+        let used: Vec<bool> = (0..nl)
+            .map(|l| link_starts[l + 1] > link_starts[l])
+            .collect();
+        let mut components = tarjan(nl, &succ_starts, &succ, &used);
+        components.reverse();
+        Brickwall {
+            net,
+            flows,
+            link_starts,
+            link_hops,
+            components,
+            is_last,
+        }
+    }
+
+    /// The flow through the network for the given demands with the network's capacities and
+    /// max-min routers.
+    pub fn solve(&self, demands: &[f64]) -> Result<FlowState, Error> {
+        let caps: Vec<f64> = self.net.links().iter().map(|l| l.capacity).collect();
+        self.solve_with(&caps, demands, &mut MaxMinRule::default())
+    }
+
+    /// The flow through the network for `demands` (one per flow, >= 0, may be infinite) on link
+    /// capacities `caps`, with `rule` at every link.
+    pub fn solve_with(
+        &self,
+        caps: &[f64],
+        demands: &[f64],
+        rule: &mut impl LinkRule,
+    ) -> Result<FlowState, Error> {
+        let flows = self.flows;
+        check_demands(demands, flows.len())?;
+        let nh = flows.links.len();
+        let mut st = FlowState {
+            offered: vec![0.0; nh],
+            carried: vec![0.0; nh],
+            goodput: vec![0.0; flows.len()],
+        };
+        // Every hop starts offered the flow's demand: exact for first hops, an upper bound elsewhere
+        // until its predecessor is computed.
+        for i in 0..flows.len() {
+            for h in flows.hops(i) {
+                st.offered[h] = demands[i];
+            }
+        }
+        let mut off = Vec::new();
+        let mut car = Vec::new();
+        for comp in &self.components {
+            let cyclic = comp.len() > 1;
+            let mut sweeps = 0;
+            loop {
+                let mut delta: f64 = 0.0;
+                for &l in comp {
+                    let hops = &self.link_hops
+                        [self.link_starts[l as usize]..self.link_starts[l as usize + 1]];
+                    off.clear();
+                    off.extend(hops.iter().map(|&h| st.offered[h]));
+                    car.clear();
+                    car.resize(hops.len(), 0.0);
+                    rule.apply(l, caps[l as usize], &off, &mut car);
+                    for (&h, &c) in hops.iter().zip(&car) {
+                        let d = (st.carried[h] - c).abs();
+                        if d.is_finite() {
+                            delta = delta.max(d / (1.0 + c.abs()));
+                        } else if st.carried[h] != c {
+                            delta = f64::INFINITY;
+                        }
+                        st.carried[h] = c;
+                        if !self.is_last[h] {
+                            st.offered[h + 1] = c;
+                        }
+                    }
+                }
+                sweeps += 1;
+                if !cyclic || delta <= 1e-13 {
+                    break;
+                }
+                if sweeps >= MAX_SWEEPS {
+                    return Err(Error::NoFixedPoint {
+                        iterations: sweeps,
+                        delta,
+                    });
+                }
+            }
+        }
+        for i in 0..flows.len() {
+            let r = flows.hops(i);
+            st.goodput[i] = st.carried[r.end - 1];
+        }
+        Ok(st)
+    }
+}
+
+pub(crate) fn check_demands(demands: &[f64], n: usize) -> Result<(), Error> {
+    if demands.len() != n {
+        return Err(Error::Length {
+            what: "demands",
+            expected: n,
+            got: demands.len(),
+        });
+    }
+    for (i, &d) in demands.iter().enumerate() {
+        if d.is_nan() || d < 0.0 {
+            return Err(Error::BadDemand { flow: i, demand: d });
+        }
+    }
+    Ok(())
+}
+
+/// Strongly connected components (Tarjan, iterative) of the links marked `used`, in reverse
+/// topological order (a component comes after every component it reaches).
+fn tarjan(n: usize, starts: &[usize], succ: &[LinkId], used: &[bool]) -> Vec<Vec<LinkId>> {
+    const NONE: usize = usize::MAX;
+    let mut index = vec![NONE; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut out = Vec::new();
+    let mut next = 0usize;
+    let mut call: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if !used[root] || index[root] != NONE {
+            continue;
+        }
+        call.push((root, starts[root]));
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut pos)) = call.last_mut() {
+            if *pos < starts[v + 1] {
+                let w = succ[*pos] as usize;
+                *pos += 1;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    call.push((w, starts[w]));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                call.pop();
+                if let Some(&(parent, _)) = call.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut comp = Vec::new();
+                    loop {
+                        let w = stack.pop().expect("tarjan stack");
+                        on_stack[w] = false;
+                        comp.push(w as LinkId);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    out.push(comp);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn water_level_is_the_max_min_share() {
+        assert_eq!(water_level(10.0, &[1.0, 2.0, 3.0]), f64::INFINITY);
+        assert_eq!(water_level(6.0, &[1.0, 10.0, 10.0]), 2.5);
+        assert_eq!(water_level(20.0, &[20.0, 20.0]), 10.0);
+        assert_eq!(water_level(20.0, &[f64::INFINITY, f64::INFINITY]), 10.0);
+        assert_eq!(water_level(0.0, &[1.0]), 0.0);
+    }
+
+    /// Two flows that cross two links in opposite orders make a cycle in the link-dependency graph;
+    /// the fixed point is still found.
+    #[test]
+    fn a_cycle_between_links_is_iterated_to_its_fixed_point() {
+        let mut net = Network::new();
+        let n: Vec<_> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|s| net.add_node(s).unwrap())
+            .collect();
+        let ab = net.add_link(n[0], n[1], 10.0).unwrap();
+        let bc = net.add_link(n[1], n[2], 4.0).unwrap();
+        let cd = net.add_link(n[2], n[3], 10.0).unwrap();
+        let da = net.add_link(n[3], n[0], 3.0).unwrap();
+        // Flow 0: a->b->c->d (ab, bc, cd); flow 1: c->d->a->b (cd, da, ab).
+        let flows = Flows::with_routes(
+            &net,
+            &[
+                (n[0], n[3], vec![ab, bc, cd]),
+                (n[2], n[1], vec![cd, da, ab]),
+            ],
+        )
+        .unwrap();
+        let bw = Brickwall::new(&net, &flows);
+        let st = bw.solve(&[10.0, 10.0]).unwrap();
+        // Flow 1 is cut to 3 by d->a, so flow 0 gets 7 of a->b and 4 of b->c;
+        // then c->d carries 4 + min(10, level) = 4 + 6 -> flow 1 offered 10 -> 6 then 3.
+        assert!((st.goodput[0] - 4.0).abs() < 1e-9, "{:?}", st.goodput);
+        assert!((st.goodput[1] - 3.0).abs() < 1e-9, "{:?}", st.goodput);
+        assert!(bw.components.iter().any(|c| c.len() > 1));
+    }
+
+    #[test]
+    fn bad_demands_are_refused() {
+        let mut net = Network::new();
+        let a = net.add_node("a").unwrap();
+        let b = net.add_node("b").unwrap();
+        net.add_link(a, b, 1.0).unwrap();
+        let flows = Flows::shortest(&net, &[(a, b)]).unwrap();
+        let bw = Brickwall::new(&net, &flows);
+        assert_eq!(
+            bw.solve(&[-1.0]),
+            Err(Error::BadDemand {
+                flow: 0,
+                demand: -1.0
+            })
+        );
+        assert!(matches!(
+            bw.solve(&[f64::NAN]),
+            Err(Error::BadDemand { .. })
+        ));
+        assert!(matches!(bw.solve(&[1.0, 2.0]), Err(Error::Length { .. })));
+        assert_eq!(bw.solve(&[f64::INFINITY]).unwrap().goodput, vec![1.0]);
+    }
+}
