@@ -1,4 +1,4 @@
-//! `macroflow._native`: thin PyO3 bindings of the `coupling` and `sim` crates. No logic of their own: each
+//! `macroflow._native`: thin PyO3 bindings of the `coupling`, `sim` and `flowsim` crates. No logic of their own: each
 //! method converts its arguments, calls the crate, and converts the result or the error.
 //!
 //! Conventions (see `python/macroflow/_native.pyi`): flow, connection and group ids are `int`
@@ -7,6 +7,7 @@
 //! packets (`_pkts`). A call that raises leaves the object unchanged.
 
 mod convert;
+mod flowmodel;
 mod fse;
 mod sim;
 mod tcb;
@@ -33,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tcb::PyTcbCache>()?;
     m.add_class::<tcb::TcbInit>()?;
     sim::add(m)?;
+    flowmodel::add(m)?;
     m.add(
         "FSE_ALGORITHMS",
         PyTuple::new(m.py(), fse::algorithm_names())?,
