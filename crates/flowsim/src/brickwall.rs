@@ -85,7 +85,12 @@ pub struct Brickwall<'a> {
 }
 
 /// Sweeps over a cyclic component before giving up.
-const MAX_SWEEPS: usize = 100_000;
+const MAX_SWEEPS: usize = 10_000;
+/// A cyclic component is settled when no carried rate changes by more than this, relative: far
+/// below any figure reported, and above the rounding noise of the loss-load rule.
+const SETTLED: f64 = 1e-10;
+/// Sweeps of a cyclic component before its updates are damped.
+const DAMP_AFTER: usize = 100;
 
 impl<'a> Brickwall<'a> {
     pub fn new(net: &'a Network, flows: &'a Flows) -> Self {
@@ -147,6 +152,18 @@ impl<'a> Brickwall<'a> {
         demands: &[f64],
         rule: &mut impl LinkRule,
     ) -> Result<FlowState, Error> {
+        self.solve_settled(caps, demands, rule, SETTLED)
+    }
+
+    /// [`Brickwall::solve_with`], with links on a cycle settled when no carried rate changes by
+    /// more than `settled` (relative) in a sweep.
+    pub fn solve_settled(
+        &self,
+        caps: &[f64],
+        demands: &[f64],
+        rule: &mut impl LinkRule,
+        settled: f64,
+    ) -> Result<FlowState, Error> {
         let flows = self.flows;
         check_demands(demands, flows.len())?;
         let nh = flows.links.len();
@@ -177,7 +194,16 @@ impl<'a> Brickwall<'a> {
                     car.clear();
                     car.resize(hops.len(), 0.0);
                     rule.apply(l, caps[l as usize], &off, &mut car);
+                    // A cycle that has not settled after `DAMP_AFTER` sweeps moves half-way to each new
+                    // value (a fixed point of the damped map is one of the plain map); routers
+                    // whose output is not monotone in their input (loss-load) can oscillate.
+                    let omega = if sweeps >= DAMP_AFTER { 0.5 } else { 1.0 };
                     for (&h, &c) in hops.iter().zip(&car) {
+                        let c = if omega < 1.0 && st.carried[h].is_finite() {
+                            st.carried[h] + omega * (c - st.carried[h])
+                        } else {
+                            c
+                        };
                         let d = (st.carried[h] - c).abs();
                         if d.is_finite() {
                             delta = delta.max(d / (1.0 + c.abs()));
@@ -191,7 +217,7 @@ impl<'a> Brickwall<'a> {
                     }
                 }
                 sweeps += 1;
-                if !cyclic || delta <= 1e-13 {
+                if !cyclic || delta <= settled {
                     break;
                 }
                 if sweeps >= MAX_SWEEPS {
