@@ -52,13 +52,18 @@ def _sel(rows: Sequence[Dict[str, Any]], **kw: Any) -> List[Dict[str, Any]]:
     return [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
 
 
+_METRICS = {"model", "goodput", "dead", "zombie", "dropped", "jain", "iterations", "converged", "relative", "goodputs"}
+
+
 def _ratio(rows: Sequence[Dict[str, Any]], model: str, **kw: Any) -> List[float]:
-    """Per pattern: the model's goodput over clamp's."""
+    """Per instance (every key that is not a metric: topology, parameters, pattern): the model's
+    goodput over clamp's on the same instance."""
+    clamp = {tuple(sorted((k, v) for k, v in r.items() if k not in _METRICS)): r["goodput"] for r in rows if r["model"] == "clamp"}
     out = []
     for r in _sel(rows, model=model, **kw):
-        c = _sel(rows, model="clamp", **{k: r[k] for k in kw}, pattern=r["pattern"])
-        if c and c[0]["goodput"] > 0:
-            out.append(r["goodput"] / c[0]["goodput"])
+        c = clamp[tuple(sorted((k, v) for k, v in r.items() if k not in _METRICS))]
+        if c > 0:
+            out.append(r["goodput"] / c)
     return out
 
 
@@ -204,12 +209,20 @@ def core_density(patterns: int, quick: bool, progress: Callable[[float], None]) 
                                  "title": f"{_TOPO[kind]}, {caps} capacities: goodput", "xlabel": "core edges requested"})
             part.figures.append({"kind": "lines", "x": "edges", "y": "zombie", "where": {"topology": kind, "capacities": caps},
                                  "models": MODELS, "title": f"{_TOPO[kind]}, {caps} capacities: zombie flow", "xlabel": "core edges requested"})
-    lr = [x for e in edges for x in _ratio(part.rows, "limited_ratio", edges=e)]
-    nv = [x for e in edges for x in _ratio(part.rows, "naive", edges=e)]
-    fb = [x for e in edges for x in _ratio(part.rows, "full_balanced", edges=e)]
-    _check(part, "limited ratio within 2 % of clamp (every point and pattern)", ">= 0.98 of clamp", f"min {min(lr):.3f}", min(lr) >= 0.98)
-    _check(part, "naive and full-balanced within 11 % of clamp", ">= 0.89 of clamp",
-           f"naive min {min(nv):.3f}, full balanced min {min(fb):.3f}", min(nv) >= 0.89 and min(fb) >= 0.89)
+    # "Each data point ... represents the mean across ten different flow patterns. Across all of
+    # these graphs, the performance of the limited ratio algorithm varies by at most 2% of clamp
+    # and both naïve and full balanced remain within 11%": per point, the mean ratio.
+    points = [(k, c, e) for k in ("barabasi", "erdos_renyi") for c in ("geometric", "arithmetic") for e in edges]
+
+    def worst(model: str) -> Tuple[float, Tuple[str, str, int]]:
+        return min((_mean(_ratio(part.rows, model, topology=k, capacities=c, edges=e)), (k, c, e)) for k, c, e in points)
+
+    lr, nv, fb = worst("limited_ratio"), worst("naive"), worst("full_balanced")
+    _check(part, "limited ratio within 2 % of clamp at every point", ">= 0.98 of clamp (mean over patterns)",
+           f"worst {lr[0]:.3f} ({_TOPO[lr[1][0]]}, {lr[1][1]}, {lr[1][2]} edges)", lr[0] >= 0.98)
+    _check(part, "naive and full-balanced within 11 % of clamp at every point", ">= 0.89 of clamp (mean over patterns)",
+           f"naive worst {nv[0]:.3f} ({_TOPO[nv[1][0]]}, {nv[1][1]}, {nv[1][2]} edges), full balanced worst {fb[0]:.3f}",
+           nv[0] >= 0.89 and fb[0] >= 0.89)
     _check(part, "limited ratio has the fewest zombies", "fewer than naive and full balanced (Figs. 10, 11, 14, 15)",
            f"mean {_mean(r['zombie'] for r in _sel(part.rows, model='limited_ratio')):.2f} vs "
            f"{_mean(r['zombie'] for r in _sel(part.rows, model='naive')):.2f} and "

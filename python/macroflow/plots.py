@@ -5,6 +5,9 @@
 - :func:`metric_vs_param`: a summary metric against a swept parameter, mean over seeds with the
   min-max spread (e.g. Figs. 9.9-9.12); numeric parameters as lines, categorical ones as points.
 - :func:`cdf`: empirical CDFs of samples, one line per label.
+- :func:`flow_lines`, :func:`flow_bars`, :func:`network_map`: the flow-level model's figures (seed
+  002): a metric against a parameter per sender model, totals per model, and routers shaded by dead
+  and zombie flow (Fig. 4).
 
 Every function returns a :class:`matplotlib.figure.Figure` built without pyplot's global state
 (so figures can be made from worker threads and are closed by garbage collection); axis labels
@@ -23,7 +26,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-__all__ = ["time_series", "metric_vs_param", "cdf", "METRIC_LABELS"]
+__all__ = ["time_series", "metric_vs_param", "cdf", "flow_lines", "flow_bars", "network_map", "METRIC_LABELS"]
 
 #: How each summary metric is shown: (axis label, scale from stored units).
 METRIC_LABELS: Dict[str, tuple] = {
@@ -197,4 +200,101 @@ def cdf(samples: Mapping[str, Sequence[float]], xlabel: str, title: str = "") ->
         ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if title:
         ax.set_title(title, fontsize="small")
+    return fig
+
+
+#: Flow-level metrics (seed 002): axis labels. Units are the model's (flow units, or Gbit/s on the real networks).
+FLOW_METRICS: Dict[str, str] = {
+    "goodput": "goodput (sum over flows)",
+    "zombie": "zombie flow",
+    "dead": "dead flow",
+    "dropped": "dropped flow",
+    "jain": "Jain's fairness index",
+    "relative": "goodput relative to clamp",
+}
+
+
+def flow_lines(rows: Sequence[Mapping[str, Any]], x: str, y: str, models: Optional[Sequence[str]] = None,
+               labels: Optional[Mapping[str, str]] = None, title: str = "", xlabel: Optional[str] = None,
+               logx: bool = False) -> Figure:
+    """`y` against `x`, one line per sender model: the mean over patterns with the min-max spread."""
+    labels = dict(labels or {})
+    fig = _figure(height=3.0, width=7.5)
+    ax = fig.subplots()
+    present = list(dict.fromkeys(r["model"] for r in rows))
+    for m in (models or present):
+        pts: Dict[Any, List[float]] = {}
+        for r in rows:
+            if r["model"] == m:
+                pts.setdefault(r[x], []).append(float(r[y]))
+        if not pts:
+            continue
+        xs = sorted(pts, key=_key)
+        mean = np.array([np.mean(pts[v]) for v in xs])
+        lo = mean - np.array([min(pts[v]) for v in xs])
+        hi = np.array([max(pts[v]) for v in xs]) - mean
+        ax.errorbar(xs, mean, yerr=[lo, hi], marker="o", ms=3.5, lw=1.2, capsize=2.5, label=labels.get(m, m))
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(FLOW_METRICS.get(y, y))
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if ax.get_lines():
+        ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def flow_bars(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], labels: Optional[Mapping[str, str]] = None,
+              title: str = "") -> Figure:
+    """Grouped bars: each metric's mean over patterns per sender model, with the min-max spread."""
+    labels = dict(labels or {})
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig = _figure(height=3.0, width=7.5)
+    ax = fig.subplots()
+    width = 0.8 / max(len(models), 1)
+    for j, m in enumerate(models):
+        vals = [[float(r[k]) for r in rows if r["model"] == m] for k in metrics]
+        mean = np.array([np.mean(v) for v in vals])
+        err = [mean - np.array([min(v) for v in vals]), np.array([max(v) for v in vals]) - mean]
+        xs = np.arange(len(metrics)) + (j - (len(models) - 1) / 2) * width
+        ax.bar(xs, mean, width, yerr=err, capsize=2, label=labels.get(m, m))
+    ax.set_xticks(np.arange(len(metrics)), [FLOW_METRICS.get(k, k) for k in metrics])
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def network_map(net: Mapping[str, Any], title: str = "") -> Figure:
+    """Fig. 4's picture: routers sized by capacity and shaded by the dead flow (left) and the zombie
+    flow (right) leaving them; links sized by capacity and shaded by utilization. Light is low."""
+    fig = _figure(height=4.2, width=9.0)
+    axes = fig.subplots(1, 2)
+    nodes = net["nodes"]
+    idx = {n["id"]: i for i, n in enumerate(nodes)}
+    xy = np.array([[n["x"], n["y"]] for n in nodes], dtype=float)
+    cap = np.array([n["capacity"] for n in nodes], dtype=float)
+    size = 4 + 60 * np.sqrt(cap / cap.max()) if len(cap) and cap.max() > 0 else np.full(len(nodes), 6.0)
+    ecap = np.array([e["capacity"] for e in net["edges"]], dtype=float)
+    emax = ecap.max() if len(ecap) else 1.0
+    from matplotlib.collections import LineCollection
+
+    segs = [[xy[idx[e["a"]]], xy[idx[e["b"]]]] for e in net["edges"]]
+    for ax, key, name in ((axes[0], "dead", "dead flow"), (axes[1], "zombie", "zombie flow")):
+        lc = LineCollection(segs, linewidths=0.3 + 2.0 * ecap / emax, cmap="Greys",
+                            array=np.array([e["utilization"] for e in net["edges"]]), clim=(0, 1), alpha=0.7)
+        ax.add_collection(lc)
+        val = np.array([n[key] for n in nodes], dtype=float)
+        sc = ax.scatter(xy[:, 0], xy[:, 1], s=size, c=val, cmap="Reds", vmin=0, vmax=max(val.max(), 1e-9),
+                        edgecolors="k", linewidths=0.2, zorder=3)
+        fig.colorbar(sc, ax=ax, shrink=0.7, label=f"{name} leaving the router")
+        ax.set_title(name)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.autoscale_view()
+    if title:
+        fig.suptitle(title)
     return fig

@@ -161,6 +161,52 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str]) 
     return "\n".join(parts)
 
 
+def _flow_section(part_dir: pathlib.Path, labels: Dict[str, str]) -> str:
+    """A part of a flow-level reproduction (``flow.json``, see :mod:`macroflow.firehose`): its
+    description, a table of the mean totals per point and model, and its figures."""
+    from macroflow.plots import flow_bars, flow_lines, network_map
+
+    data = json.loads((part_dir / "flow.json").read_text())
+    rows = data["rows"]
+    out = [f"<h2>{html.escape(data['title'])}</h2>", f"<p>{html.escape(data['description'])}</p>"]
+    keys = [k for k in (rows[0] if rows else {}) if k not in ("model", "pattern", "goodput", "dead", "zombie", "dropped",
+                                                             "jain", "iterations", "converged", "relative", "goodputs")]
+    metrics = [m for m in ("goodput", "relative", "zombie", "dead", "jain", "iterations") if rows and m in rows[0]]
+    groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(k) for k in keys) + (r["model"],), []).append(r)
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys + ["model", "patterns"] + metrics)
+    body = []
+    for key, rs in groups.items():
+        cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in key[:-1])
+        cells += f"<td>{html.escape(labels.get(key[-1], key[-1]))}</td><td class=\"num\">{len(rs)}</td>"
+        for m in metrics:
+            vals = [float(r[m]) for r in rs]
+            mean = sum(vals) / len(vals)
+            cells += f'<td class="num">{mean:.4g}</td>'
+        body.append(f"<tr>{cells}</tr>")
+    if "goodputs" in (rows[0] if rows else {}):
+        body = [f"<tr><td>{html.escape(str(r['example']))}</td><td>{html.escape(labels.get(r['model'], r['model']))}</td>"
+                f"<td>{html.escape(', '.join(f'{g:g}' for g in r['goodputs']))}</td><td class=\"num\">{r['goodput']:.4g}</td>"
+                f"<td class=\"num\">{r['jain']:.2f}</td><td class=\"num\">{r['dead']:.4g}</td><td class=\"num\">{r['zombie']:.4g}</td></tr>"
+                for r in rows]
+        head = "<th>example</th><th>model</th><th>goodput per flow</th><th>total</th><th>Jain</th><th>dead</th><th>zombie</th>"
+    out.append(f'<div style="overflow-x:auto"><table><tr>{head}</tr>{"".join(body)}</table></div>')
+    for spec in data.get("figures", []):
+        sel = [r for r in rows if all(r.get(k) == v for k, v in spec.get("where", {}).items())]
+        if spec["kind"] == "lines":
+            fig = flow_lines(sel, spec["x"], spec["y"], models=spec.get("models"), labels=labels, title=spec.get("title", ""),
+                             xlabel=spec.get("xlabel"), logx=spec.get("logx", False))
+        elif spec["kind"] == "bars":
+            fig = flow_bars(sel, spec["metrics"], labels=labels, title=spec.get("title", ""))
+        elif spec["kind"] == "network":
+            fig = network_map(data["network"], spec.get("title", ""))
+        else:
+            raise ValueError(f"{part_dir}: unknown figure kind {spec['kind']!r}")
+        out.append(_img(fig, spec.get("title", "")))
+    return "\n".join(out)
+
+
 def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathlib.Path]] = None) -> pathlib.Path:
     """Writes the report of `store` (default ``store/report.html``) and returns its path."""
     store = pathlib.Path(store)
@@ -188,10 +234,16 @@ def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathl
                 for c in checks
             )
             body.append(f"<table><tr><th>check</th><th>expected (source)</th><th>ours</th><th></th><th>note</th></tr>{rows}</table>")
-            body.append(f'<p class="muted">{html.escape(str(rep.get("seeds")))} seeds per point, '
-                        f'{html.escape(str(rep.get("duration_s")))} s simulated per run.</p>')
+            if rep.get("duration_s") is not None:
+                body.append(f'<p class="muted">{html.escape(str(rep.get("seeds")))} seeds per point, '
+                            f'{html.escape(str(rep.get("duration_s")))} s simulated per run.</p>')
+            else:
+                body.append(f'<p class="muted">{html.escape(str(rep.get("seeds")))} traffic patterns per point.</p>')
             for part in rep.get("parts", []):
-                body.append(_section(store / part["dir"], part.get("title"), labels))
+                if part.get("kind") == "flow":
+                    body.append(_flow_section(store / part["dir"], labels))
+                else:
+                    body.append(_section(store / part["dir"], part.get("title"), labels))
         else:
             runs = list_runs(store)
             if not runs:
