@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test bench bench-sim clean
+.PHONY: run test build deps lint rust-test py-test bench bench-sim bench-flowsim clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	@command -v python3 >/dev/null || { echo "python3 not found" >&2; exit 1; }
 	python3 -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "pyarrow>=14" "pydantic>=2.5" "typer>=0.12" "rich>=13" "matplotlib>=3.7" "numpy>=1.24" "ray>=2.9"
+	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "pyarrow>=14" "pydantic>=2.5" "typer>=0.12" "rich>=13" "matplotlib>=3.7" "numpy>=1.24" "ray>=2.9" "networkx>=3.2" "topohub>=1.5"
 	@# tshark reads the simulator's pcap captures in a test (which says "skipped" without it).
 	command -v tshark >/dev/null || { echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections 2>/dev/null; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark) >/dev/null 2>&1 || echo "tshark not installed: the pcap test will skip"; }
@@ -49,6 +49,11 @@ bench:
 bench-sim: deps
 	bash bench/peers/install.sh
 	$(PY) bench/sim_vs_peers.py
+
+# The flow-level model: clamp against a plain C++ max-min solver (built here with g++) and the
+# literal Fig. 5, sender-model fixed points, and growth with flows and nodes.
+bench-flowsim: build
+	$(PY) bench/flowsim_bench.py
 
 clean:
 	$(CARGO) clean

@@ -16,19 +16,19 @@ use crate::network::{Error, Flows, Network};
 /// unfrozen flows freeze at that level; a flow also freezes at its demand. Fig. 5 freezes the
 /// flow of least fire-hose goodput one at a time; that goodput is exactly this level (every flow
 /// gets at least the least fair share of any link on its path, and the flows of the link that
-/// attains it get exactly that), so both give the same assignment. Cost: O(hops · log links).
+/// attains it get exactly that), so both give the same assignment. Links wait in a heap keyed by
+/// a lower bound of their level and are re-queued when popped stale, so a freeze costs O(hops)
+/// and the heap holds one entry per link.
 pub fn clamp(net: &Network, flows: &Flows, demands: &[f64]) -> Result<Vec<f64>, Error> {
     check_demands(demands, flows.len())?;
     let nl = net.link_count();
-    let (starts, hops) = flows.hops_by_link(nl);
-    let flow_of = flows.flow_of_hop();
+    let (starts, link_flows) = flows.flows_by_link(nl);
     let mut fill = Filling {
         caps: net.links().iter().map(|l| l.capacity).collect(),
         frozen_sum: vec![0.0f64; nl],
         active: (0..nl)
             .map(|l| (starts[l + 1] - starts[l]) as u32)
             .collect(),
-        version: vec![0u32; nl],
         rate: vec![f64::NAN; flows.len()],
         heap: BinaryHeap::with_capacity(nl + flows.len()),
     };
@@ -37,7 +37,7 @@ pub fn clamp(net: &Network, flows: &Flows, demands: &[f64]) -> Result<Vec<f64>, 
             let level = fill.caps[l] / fill.active[l] as f64;
             fill.heap.push(Event {
                 level,
-                kind: Kind::Link(l as u32, 0),
+                kind: Kind::Link(l as u32),
             });
         }
     }
@@ -50,24 +50,37 @@ pub fn clamp(net: &Network, flows: &Flows, demands: &[f64]) -> Result<Vec<f64>, 
         }
     }
     let mut remaining = flows.len();
+    let mut floor = 0.0f64;
     while remaining > 0 {
         let Some(ev) = fill.heap.pop() else { break };
         match ev.kind {
             Kind::Demand(i) => {
                 if fill.rate[i as usize].is_nan() {
-                    fill.freeze(flows, i as usize, ev.level);
+                    floor = floor.max(ev.level);
+                    fill.freeze(flows, i as usize, floor);
                     remaining -= 1;
                 }
             }
-            Kind::Link(l, v) => {
+            Kind::Link(l) => {
                 let l = l as usize;
-                if v != fill.version[l] || fill.active[l] == 0 {
+                if fill.active[l] == 0 {
                     continue;
                 }
+                // A link's level only rises as flows freeze (they freeze at the least level, at
+                // most its own), so its key is a lower bound: re-queue it at its current level.
+                let level = (fill.caps[l] - fill.frozen_sum[l]) / fill.active[l] as f64;
+                if level > ev.level {
+                    fill.heap.push(Event {
+                        level,
+                        kind: Kind::Link(l as u32),
+                    });
+                    continue;
+                }
+                floor = floor.max(level);
                 for k in starts[l]..starts[l + 1] {
-                    let i = flow_of[hops[k]] as usize;
+                    let i = link_flows[k] as usize;
                     if fill.rate[i].is_nan() {
-                        fill.freeze(flows, i, ev.level);
+                        fill.freeze(flows, i, floor);
                         remaining -= 1;
                     }
                 }
@@ -86,8 +99,6 @@ struct Filling {
     frozen_sum: Vec<f64>,
     /// Per link: how many of its flows still rise.
     active: Vec<u32>,
-    /// Per link: bumped on every change, so older heap entries are skipped.
-    version: Vec<u32>,
     /// Per flow: its rate once frozen, NaN before.
     rate: Vec<f64>,
     heap: BinaryHeap<Event>,
@@ -100,22 +111,13 @@ impl Filling {
             let l = l as usize;
             self.frozen_sum[l] += level;
             self.active[l] -= 1;
-            self.version[l] += 1;
-            if self.active[l] > 0 {
-                // The level never falls below the current one (rounding could make it).
-                let next = ((self.caps[l] - self.frozen_sum[l]) / self.active[l] as f64).max(level);
-                self.heap.push(Event {
-                    level: next,
-                    kind: Kind::Link(l as u32, self.version[l]),
-                });
-            }
         }
     }
 }
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
-    Link(u32, u32),
+    Link(u32),
     Demand(u32),
 }
 
@@ -142,7 +144,7 @@ impl Ord for Event {
     fn cmp(&self, o: &Self) -> Ordering {
         let key = |e: &Event| match e.kind {
             Kind::Demand(i) => (0u8, i),
-            Kind::Link(l, _) => (1u8, l),
+            Kind::Link(l) => (1u8, l),
         };
         o.level
             .total_cmp(&self.level)

@@ -452,6 +452,26 @@ impl Flows {
         (starts, hops)
     }
 
+    /// For each link, the flows that cross it (CSR like [`Flows::hops_by_link`], flow indices).
+    pub fn flows_by_link(&self, link_count: usize) -> (Vec<usize>, Vec<u32>) {
+        let mut starts = vec![0usize; link_count + 1];
+        for &l in &self.links {
+            starts[l as usize + 1] += 1;
+        }
+        for i in 0..link_count {
+            starts[i + 1] += starts[i];
+        }
+        let mut fill = starts.clone();
+        let mut flows = vec![0u32; self.links.len()];
+        for i in 0..self.len() {
+            for &l in self.route(i) {
+                flows[fill[l as usize]] = i as u32;
+                fill[l as usize] += 1;
+            }
+        }
+        (starts, flows)
+    }
+
     /// The flow each hop belongs to.
     pub fn flow_of_hop(&self) -> Vec<u32> {
         let mut out = vec![0u32; self.links.len()];
