@@ -14,7 +14,7 @@ Conventions used throughout:
 
 from ipaddress import IPv4Address, IPv6Address
 import os
-from typing import Any, Final, Literal, Optional, Union
+from typing import Any, Final, Literal, Optional, TypedDict, Union
 
 __version__: Final[str]
 
@@ -605,3 +605,77 @@ class Simulation:
         """Columns: ``flows``, ``udp_flows``, ``media_flows``, ``links``, ``flow_samples``, ``queue_samples``,
         ``media_samples`` (dicts of lists);
         ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``."""
+
+# --- the flow-level model (crates/flowsim, seed 002) ---------------------------------------------
+
+class FlowModelError(ValueError):
+    """A flow-level model built or run with invalid input; the message names it."""
+
+SENDER_MODELS: tuple[str, ...]
+"""``naive``, ``full_balanced``, ``full_share``, ``naive_ratio``, ``limited_ratio`` (seed 002 Eqs. 1-5)."""
+
+class FlowResult(TypedDict):
+    demand: list[float]
+    goodput: list[float]
+    flow_dead: list[float]
+    flow_zombie: list[float]
+    flow_zombie_suffered: list[float]
+    link_dropped: list[float]
+    link_dead: list[float]
+    link_zombie: list[float]
+    link_utilization: list[float]
+    total_goodput: float
+    total_dead: float
+    total_zombie: float
+    total_dropped: float
+    jain: float
+    iterations: int
+    converged: bool
+    delta: float
+
+class FlowModel:
+    """A network (directed links with capacities in flow units) and its routed flows; immutable.
+    Nodes are created by name as links name them."""
+
+    def __init__(
+        self,
+        links: list[tuple[str, str, float]],
+        flows: list[tuple[str, str]],
+        routes: list[list[str]] | None = None,
+        nodes: list[str] | None = None,
+        require_connected: bool = True,
+    ) -> None:
+        """Flows go on shortest-hop paths (ties to the first-added link), or on ``routes`` (node
+        names, source first). Raises FlowModelError on a self-loop, a negative/NaN/infinite
+        capacity, a duplicate link, an unknown node, a flow to itself, no path, a bad route, or (with
+        ``require_connected``) a disconnected graph."""
+    @property
+    def n_flows(self) -> int: ...
+    @property
+    def n_links(self) -> int: ...
+    @property
+    def n_nodes(self) -> int: ...
+    def links(self) -> list[tuple[str, str, float]]: ...
+    def nodes(self) -> list[str]: ...
+    def route(self, i: int) -> list[int]: ...
+    def hop_counts(self) -> list[int]: ...
+    def initial_demands(self) -> list[float]:
+        """Eq. 1: each sender link's capacity split equally among the flows that start on it."""
+    def clamp(self, demands: list[float] | None = None) -> list[float]:
+        """The max-min fair rates (Fig. 5's clamp by progressive filling); demands default to infinity."""
+    def clamp_oracle(self, demands: list[float] | None = None) -> list[float]:
+        """Fig. 5 as written: one brick-wall computation per flow (slow; a reference)."""
+    def check_max_min(self, rates: list[float], demands: list[float] | None = None, tol: float = 1e-9) -> None:
+        """Raises FlowModelError saying why ``rates`` are not max-min fair."""
+    def senders(
+        self, model: str, alpha: float = 0.2, epsilon: float = 1e-6, max_iterations: int = 10_000,
+        mmf: list[float] | None = None,
+    ) -> FlowResult:
+        """A sender model iterated to its fixed point (Fig. 6), with dead and zombie flow against ``mmf``
+        (clamp's rates, computed when not given)."""
+    def loss_load(
+        self, k: float, epsilon: float = 1e-4, max_iterations: int = 10_000, mmf: list[float] | None = None
+    ) -> FlowResult:
+        """Loss-load routers and senders with penalty ``k`` (section 9)."""
+    def solve(self, demands: list[float], mmf: list[float] | None = None) -> FlowResult:
+        """The brick-wall flow for fixed demands (no sender reaction)."""
