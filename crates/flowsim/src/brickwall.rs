@@ -82,6 +82,8 @@ pub struct Brickwall<'a> {
     components: Vec<Vec<LinkId>>,
     /// Whether hop `h` is its flow's last.
     is_last: Vec<bool>,
+    /// Per link: the index of its component.
+    component_of: Vec<u32>,
 }
 
 /// Sweeps over a cyclic component before giving up.
@@ -127,6 +129,28 @@ impl<'a> Brickwall<'a> {
             .collect();
         let mut components = tarjan(nl, &succ_starts, &succ, &used);
         components.reverse();
+        // Inside a cycle, visit links in the order flows reach them (mean hop position), so each
+        // sweep carries most rates downstream at once and the sweeps settle sooner.
+        let mut pos_sum = vec![0.0f64; nl];
+        for i in 0..flows.len() {
+            let r = flows.hops(i);
+            for h in r.clone() {
+                pos_sum[flows.links[h] as usize] += (h - r.start) as f64;
+            }
+        }
+        for comp in components.iter_mut().filter(|c| c.len() > 1) {
+            let mean = |l: LinkId| {
+                let l = l as usize;
+                pos_sum[l] / (link_starts[l + 1] - link_starts[l]) as f64
+            };
+            comp.sort_by(|&a, &b| mean(a).total_cmp(&mean(b)).then(a.cmp(&b)));
+        }
+        let mut component_of = vec![u32::MAX; nl];
+        for (ci, comp) in components.iter().enumerate() {
+            for &l in comp {
+                component_of[l as usize] = ci as u32;
+            }
+        }
         Brickwall {
             net,
             flows,
@@ -134,6 +158,7 @@ impl<'a> Brickwall<'a> {
             link_hops,
             components,
             is_last,
+            component_of,
         }
     }
 
@@ -181,49 +206,70 @@ impl<'a> Brickwall<'a> {
         }
         let mut off = Vec::new();
         let mut car = Vec::new();
-        for comp in &self.components {
+        // A link is (re)computed when it is first reached and, inside a cycle, whenever a rate
+        // offered to it changed by more than `settled`: a worklist, so settled links cost nothing.
+        let mut queued = vec![false; self.net.link_count()];
+        let mut work: std::collections::VecDeque<LinkId> = Default::default();
+        for (ci, comp) in self.components.iter().enumerate() {
             let cyclic = comp.len() > 1;
-            let mut sweeps = 0;
-            loop {
-                let mut delta: f64 = 0.0;
-                for &l in comp {
-                    let hops = &self.link_hops
-                        [self.link_starts[l as usize]..self.link_starts[l as usize + 1]];
-                    off.clear();
-                    off.extend(hops.iter().map(|&h| st.offered[h]));
-                    car.clear();
-                    car.resize(hops.len(), 0.0);
-                    rule.apply(l, caps[l as usize], &off, &mut car);
-                    // A cycle that has not settled after `DAMP_AFTER` sweeps moves half-way to each new
-                    // value (a fixed point of the damped map is one of the plain map); routers
-                    // whose output is not monotone in their input (loss-load) can oscillate.
-                    let omega = if sweeps >= DAMP_AFTER { 0.5 } else { 1.0 };
-                    for (&h, &c) in hops.iter().zip(&car) {
-                        let c = if omega < 1.0 && st.carried[h].is_finite() {
-                            st.carried[h] + omega * (c - st.carried[h])
-                        } else {
-                            c
-                        };
-                        let d = (st.carried[h] - c).abs();
-                        if d.is_finite() {
-                            delta = delta.max(d / (1.0 + c.abs()));
-                        } else if st.carried[h] != c {
-                            delta = f64::INFINITY;
-                        }
-                        st.carried[h] = c;
-                        if !self.is_last[h] {
-                            st.offered[h + 1] = c;
+            let budget = MAX_SWEEPS * comp.len();
+            let damp_after = DAMP_AFTER * comp.len();
+            work.extend(comp.iter().copied());
+            for &l in comp {
+                queued[l as usize] = true;
+            }
+            let mut pops = 0usize;
+            let mut last_delta = 0.0f64;
+            while let Some(l) = work.pop_front() {
+                queued[l as usize] = false;
+                pops += 1;
+                let hops =
+                    &self.link_hops[self.link_starts[l as usize]..self.link_starts[l as usize + 1]];
+                off.clear();
+                off.extend(hops.iter().map(|&h| st.offered[h]));
+                car.clear();
+                car.resize(hops.len(), 0.0);
+                rule.apply(l, caps[l as usize], &off, &mut car);
+                // A cycle that has not settled after `DAMP_AFTER` visits per link moves half-way
+                // to each new value (a fixed point of the damped map is one of the plain map):
+                // routers whose output is not monotone in their input (loss-load) can oscillate.
+                let omega = if pops > damp_after { 0.5 } else { 1.0 };
+                for (&h, &c) in hops.iter().zip(&car) {
+                    let c = if omega < 1.0 && st.carried[h].is_finite() {
+                        st.carried[h] + omega * (c - st.carried[h])
+                    } else {
+                        c
+                    };
+                    let d = (st.carried[h] - c).abs();
+                    let changed = if d.is_finite() {
+                        d / (1.0 + c.abs())
+                    } else if st.carried[h] != c {
+                        f64::INFINITY
+                    } else {
+                        0.0
+                    };
+                    st.carried[h] = c;
+                    if !self.is_last[h] {
+                        st.offered[h + 1] = c;
+                        let next = flows.links[h + 1];
+                        if cyclic
+                            && changed > settled
+                            && !queued[next as usize]
+                            && self.component_of[next as usize] == ci as u32
+                        {
+                            queued[next as usize] = true;
+                            work.push_back(next);
                         }
                     }
+                    last_delta = last_delta.max(changed);
                 }
-                sweeps += 1;
-                if !cyclic || delta <= settled {
-                    break;
-                }
-                if sweeps >= MAX_SWEEPS {
+                if pops >= budget && !work.is_empty() {
+                    for &l in &work {
+                        queued[l as usize] = false;
+                    }
                     return Err(Error::NoFixedPoint {
-                        iterations: sweeps,
-                        delta,
+                        iterations: pops / comp.len(),
+                        delta: last_delta,
                     });
                 }
             }
