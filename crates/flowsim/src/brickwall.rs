@@ -240,16 +240,19 @@ impl<'a> Brickwall<'a> {
                     } else {
                         c
                     };
-                    let d = (st.carried[h] - c).abs();
-                    let changed = if d.is_finite() {
-                        d / (1.0 + c.abs())
-                    } else if st.carried[h] != c {
-                        f64::INFINITY
-                    } else {
-                        0.0
-                    };
                     st.carried[h] = c;
                     if !self.is_last[h] {
+                        // What the next link sees: requeue it if that moved (its first visit may
+                        // have used the upper bound, the demand).
+                        let old = st.offered[h + 1];
+                        let d = (old - c).abs();
+                        let changed = if d.is_finite() {
+                            d / (1.0 + c.abs())
+                        } else if old != c {
+                            f64::INFINITY
+                        } else {
+                            0.0
+                        };
                         st.offered[h + 1] = c;
                         let next = flows.links[h + 1];
                         if cyclic
@@ -260,8 +263,8 @@ impl<'a> Brickwall<'a> {
                             queued[next as usize] = true;
                             work.push_back(next);
                         }
+                        last_delta = last_delta.max(changed);
                     }
-                    last_delta = last_delta.max(changed);
                 }
                 if pops >= budget && !work.is_empty() {
                     for &l in &work {
