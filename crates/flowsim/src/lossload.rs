@@ -22,7 +22,7 @@
 
 use crate::brickwall::{Brickwall, LinkRule};
 use crate::network::{Error, LinkId};
-use crate::senders::{initial_demands, FixedPoint};
+use crate::senders::{check_iteration, initial_demands, FixedPoint};
 
 /// The loss-load dropping rule; records each link's price `P` and mean offered rate.
 pub struct LossLoadRule {
@@ -150,13 +150,7 @@ pub fn fixed_point(
             expected: "finite and >= 1",
         });
     }
-    if !(epsilon.is_finite() && epsilon > 0.0) {
-        return Err(Error::BadParameter {
-            name: "epsilon",
-            value: epsilon,
-            expected: "finite and > 0",
-        });
-    }
+    check_iteration(epsilon, max_iterations)?;
     let caps: Vec<f64> = bw.net.links().iter().map(|l| l.capacity).collect();
     let mut rule = LossLoadRule::new(k, caps.len());
     let mut d = initial_demands(bw.net, bw.flows);

@@ -436,24 +436,20 @@ impl Flows {
     /// For each link, the hops that cross it (CSR: `(starts, hops)`, link `l` has
     /// `hops[starts[l]..starts[l+1]]`), in flow order.
     pub fn hops_by_link(&self, link_count: usize) -> (Vec<usize>, Vec<usize>) {
-        let mut starts = vec![0usize; link_count + 1];
-        for &l in &self.links {
-            starts[l as usize + 1] += 1;
-        }
-        for i in 0..link_count {
-            starts[i + 1] += starts[i];
-        }
-        let mut fill = starts.clone();
-        let mut hops = vec![0usize; self.links.len()];
-        for (h, &l) in self.links.iter().enumerate() {
-            hops[fill[l as usize]] = h;
-            fill[l as usize] += 1;
-        }
-        (starts, hops)
+        self.by_link(link_count, |hop, _| hop)
     }
 
     /// For each link, the flows that cross it (CSR like [`Flows::hops_by_link`], flow indices).
     pub fn flows_by_link(&self, link_count: usize) -> (Vec<usize>, Vec<u32>) {
+        self.by_link(link_count, |_, flow| flow as u32)
+    }
+
+    /// Per link, `item(hop, flow)` of every hop that crosses it, in flow order (CSR).
+    fn by_link<T: Copy + Default>(
+        &self,
+        link_count: usize,
+        item: impl Fn(usize, usize) -> T,
+    ) -> (Vec<usize>, Vec<T>) {
         let mut starts = vec![0usize; link_count + 1];
         for &l in &self.links {
             starts[l as usize + 1] += 1;
@@ -462,14 +458,15 @@ impl Flows {
             starts[i + 1] += starts[i];
         }
         let mut fill = starts.clone();
-        let mut flows = vec![0u32; self.links.len()];
+        let mut out = vec![T::default(); self.links.len()];
         for i in 0..self.len() {
-            for &l in self.route(i) {
-                flows[fill[l as usize]] = i as u32;
-                fill[l as usize] += 1;
+            for h in self.hops(i) {
+                let l = self.links[h] as usize;
+                out[fill[l]] = item(h, i);
+                fill[l] += 1;
             }
         }
-        (starts, flows)
+        (starts, out)
     }
 
     /// The flow each hop belongs to.

@@ -130,15 +130,8 @@ pub fn update(
     }
 }
 
-/// Fig. 6: start from Eq. 1, compute the flow through the network, update the demands, until no
-/// demand changes by more than `epsilon` (flow units) or `max_iterations` pass.
-pub fn fixed_point(
-    bw: &Brickwall<'_>,
-    model: SenderModel,
-    epsilon: f64,
-    max_iterations: usize,
-) -> Result<FixedPoint, Error> {
-    model.check()?;
+/// The tolerance and iteration cap of a fixed point: `epsilon` finite and > 0, at least one iteration.
+pub(crate) fn check_iteration(epsilon: f64, max_iterations: usize) -> Result<(), Error> {
     if !(epsilon.is_finite() && epsilon > 0.0) {
         return Err(Error::BadParameter {
             name: "epsilon",
@@ -153,6 +146,19 @@ pub fn fixed_point(
             expected: ">= 1",
         });
     }
+    Ok(())
+}
+
+/// Fig. 6: start from Eq. 1, compute the flow through the network, update the demands, until no
+/// demand changes by more than `epsilon` (flow units) or `max_iterations` pass.
+pub fn fixed_point(
+    bw: &Brickwall<'_>,
+    model: SenderModel,
+    epsilon: f64,
+    max_iterations: usize,
+) -> Result<FixedPoint, Error> {
+    model.check()?;
+    check_iteration(epsilon, max_iterations)?;
     let groups = sender_groups(bw.flows);
     let mut d = initial_demands(bw.net, bw.flows);
     let mut iterations = 0;

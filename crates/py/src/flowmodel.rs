@@ -83,6 +83,26 @@ impl PyFlowModel {
         Ok(d)
     }
 
+    /// Runs `f` on the model's brick-wall structure without the GIL, accounts its state against
+    /// `mmf` (clamp's rates when not given) and returns the result dict.
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        mmf: Option<Vec<f64>>,
+        f: impl FnOnce(&Brickwall<'_>) -> Result<FixedPoint, Error> + Send,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mmf = self.mmf_or_clamp(mmf)?;
+        let (fp, acc) = py
+            .detach(|| {
+                let bw = Brickwall::new(&self.net, &self.flows);
+                let fp = f(&bw)?;
+                let acc = account(&self.net, &self.flows, &fp.state, &mmf);
+                Ok((fp, acc))
+            })
+            .map_err(err)?;
+        self.result(py, &fp, &acc)
+    }
+
     fn mmf_or_clamp(&self, mmf: Option<Vec<f64>>) -> PyResult<Vec<f64>> {
         match mmf {
             Some(m) if m.len() != self.flows.len() => Err(err(Error::Length {
@@ -281,16 +301,9 @@ impl PyFlowModel {
         mmf: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let m = model_from(model, alpha)?;
-        let mmf = self.mmf_or_clamp(mmf)?;
-        let (fp, acc) = py
-            .detach(|| {
-                let bw = Brickwall::new(&self.net, &self.flows);
-                let fp = senders::fixed_point(&bw, m, epsilon, max_iterations)?;
-                let acc = account(&self.net, &self.flows, &fp.state, &mmf);
-                Ok((fp, acc))
-            })
-            .map_err(err)?;
-        self.result(py, &fp, &acc)
+        self.run(py, mmf, |bw| {
+            senders::fixed_point(bw, m, epsilon, max_iterations)
+        })
     }
 
     /// Loss-load routers and senders with penalty `k` (seed 002 §9), iterated to a fixed point.
@@ -303,16 +316,9 @@ impl PyFlowModel {
         max_iterations: usize,
         mmf: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let mmf = self.mmf_or_clamp(mmf)?;
-        let (fp, acc) = py
-            .detach(|| {
-                let bw = Brickwall::new(&self.net, &self.flows);
-                let fp = flowsim::lossload::fixed_point(&bw, k, epsilon, max_iterations)?;
-                let acc = account(&self.net, &self.flows, &fp.state, &mmf);
-                Ok((fp, acc))
-            })
-            .map_err(err)?;
-        self.result(py, &fp, &acc)
+        self.run(py, mmf, |bw| {
+            flowsim::lossload::fixed_point(bw, k, epsilon, max_iterations)
+        })
     }
 
     /// The flow through the brick-wall network for fixed `demands` (one computation, no sender
@@ -324,25 +330,16 @@ impl PyFlowModel {
         demands: Vec<f64>,
         mmf: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let mmf = self.mmf_or_clamp(mmf)?;
-        let (fp, acc) = py
-            .detach(|| {
-                let bw = Brickwall::new(&self.net, &self.flows);
-                let state = bw.solve(&demands)?;
-                let acc = account(&self.net, &self.flows, &state, &mmf);
-                Ok((
-                    FixedPoint {
-                        demands,
-                        state,
-                        iterations: 1,
-                        converged: true,
-                        delta: 0.0,
-                    },
-                    acc,
-                ))
+        self.run(py, mmf, |bw| {
+            let state = bw.solve(&demands)?;
+            Ok(FixedPoint {
+                demands,
+                state,
+                iterations: 1,
+                converged: true,
+                delta: 0.0,
             })
-            .map_err(err)?;
-        self.result(py, &fp, &acc)
+        })
     }
 }
 
