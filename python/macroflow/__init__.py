@@ -9,16 +9,20 @@ leaves the object unchanged.
 
 Experiments (scenario files, sweeps, reproductions, reports) have a Python API mirroring the
 ``macroflow`` command: :func:`run`, :func:`sweep`, :func:`reproduce`, :func:`report`,
-:func:`load_results` (see :mod:`macroflow.api`).
+:func:`load_results` (see :mod:`macroflow.api`). The flow-level model of fairness-enforcing
+networks is :class:`FlowModel` (``crates/flowsim``; topologies and traffic in :mod:`macroflow.flowsim`).
 """
 
 from macroflow._native import (
     FSE_ALGORITHMS,
+    SENDER_MODELS,
     TCP_COUPLER_KINDS,
     TCP_STATES,
     ConnView,
     CouplingError,
     DuplicateFlowError,
+    FlowModel,
+    FlowModelError,
     FlowView,
     Fse,
     FseGroup,
@@ -46,11 +50,14 @@ from macroflow.api import load_results, report, reproduce, run, sweep
 
 __all__ = [
     "FSE_ALGORITHMS",
+    "SENDER_MODELS",
     "TCP_COUPLER_KINDS",
     "TCP_STATES",
     "ConnView",
     "CouplingError",
     "DuplicateFlowError",
+    "FlowModel",
+    "FlowModelError",
     "FlowView",
     "Fse",
     "FseGroup",

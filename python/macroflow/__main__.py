@@ -128,7 +128,7 @@ def sweep_cmd(
 def reproduce_cmd(
     name: str = typer.Argument(..., help="a named reproduction (see `macroflow list`)"),
     out: Optional[pathlib.Path] = typer.Option(None, help="where to store it (default out/reproductions/NAME)"),
-    seeds: Optional[int] = typer.Option(None, help="seeds per point (default: the reproduction's)"),
+    seeds: Optional[int] = typer.Option(None, help="seeds per point; for flow-level reproductions (fire-hose), traffic patterns per point (default: the reproduction's)"),
     duration: Optional[float] = typer.Option(None, help="simulated seconds per run (default: the reproduction's)"),
     quick: bool = typer.Option(False, help="fewer seeds and shorter runs, for a first look"),
     workers: Optional[int] = typer.Option(None, help="local processes (default: one per CPU)"),
