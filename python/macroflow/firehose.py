@@ -18,7 +18,7 @@ import networkx as nx
 
 from macroflow import flowsim as fs
 
-__all__ = ["FlowPart", "PARTS", "run_part"]
+__all__ = ["FlowPart", "METRIC_KEYS", "PARTS", "run_part"]
 
 ALPHA = 0.2  # section 5.2: "We arbitrarily select α = 0.2"
 MODELS = ("naive", "full_balanced", "limited_ratio")
@@ -52,16 +52,17 @@ def _sel(rows: Sequence[Dict[str, Any]], **kw: Any) -> List[Dict[str, Any]]:
     return [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
 
 
-_METRICS = {"model", "goodput", "dead", "zombie", "dropped", "jain", "iterations", "converged", "relative", "goodputs"}
+#: The keys of a row that are measurements; every other key names the instance (topology, parameters, pattern).
+METRIC_KEYS = frozenset({"model", "goodput", "dead", "zombie", "dropped", "jain", "iterations", "converged", "relative", "goodputs"})
 
 
 def _ratio(rows: Sequence[Dict[str, Any]], model: str, **kw: Any) -> List[float]:
     """Per instance (every key that is not a metric: topology, parameters, pattern): the model's
     goodput over clamp's on the same instance."""
-    clamp = {tuple(sorted((k, v) for k, v in r.items() if k not in _METRICS)): r["goodput"] for r in rows if r["model"] == "clamp"}
+    clamp = {tuple(sorted((k, v) for k, v in r.items() if k not in METRIC_KEYS)): r["goodput"] for r in rows if r["model"] == "clamp"}
     out = []
     for r in _sel(rows, model=model, **kw):
-        c = clamp[tuple(sorted((k, v) for k, v in r.items() if k not in _METRICS))]
+        c = clamp[tuple(sorted((k, v) for k, v in r.items() if k not in METRIC_KEYS))]
         if c > 0:
             out.append(r["goodput"] / c)
     return out

@@ -342,8 +342,7 @@ def evaluate(model: FlowModel, senders: Sequence[str] = ("naive", "full_balanced
                                   "dropped": r["total_dropped"], "jain": r["jain"], "iterations": r["iterations"],
                                   "converged": r["converged"]}
         if keep:
-            row.update({k: r[k] for k in ("link_dead", "link_zombie", "link_dropped", "link_utilization", "goodput")
-                        if k != "goodput"})
+            row.update({k: r[k] for k in ("link_dead", "link_zombie", "link_dropped", "link_utilization")})
             row["flow_goodput"] = r["goodput"]
         out[name] = row
     return out

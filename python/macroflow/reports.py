@@ -164,13 +164,13 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str]) 
 def _flow_section(part_dir: pathlib.Path, labels: Dict[str, str]) -> str:
     """A part of a flow-level reproduction (``flow.json``, see :mod:`macroflow.firehose`): its
     description, a table of the mean totals per point and model, and its figures."""
+    from macroflow.firehose import METRIC_KEYS
     from macroflow.plots import flow_bars, flow_lines, network_map
 
     data = json.loads((part_dir / "flow.json").read_text())
     rows = data["rows"]
     out = [f"<h2>{html.escape(data['title'])}</h2>", f"<p>{html.escape(data['description'])}</p>"]
-    keys = [k for k in (rows[0] if rows else {}) if k not in ("model", "pattern", "goodput", "dead", "zombie", "dropped",
-                                                             "jain", "iterations", "converged", "relative", "goodputs")]
+    keys = [k for k in (rows[0] if rows else {}) if k not in METRIC_KEYS and k != "pattern"]
     metrics = [m for m in ("goodput", "relative", "zombie", "dead", "jain", "iterations") if rows and m in rows[0]]
     groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
     for r in rows:

@@ -253,33 +253,26 @@ def reproduce(
     return write_report(root)
 
 
-def _flow_part(name: str, patterns: int, quick: bool, out_dir: str) -> List[Dict[str, Any]]:
-    """Runs one flow-level part (in a worker process) into ``out_dir/flow.json``; returns its checks."""
-    from macroflow._native import __version__
+def _flow_part(name: str, patterns: int, quick: bool) -> Dict[str, Any]:
+    """Runs one flow-level part (in a worker process) and returns what ``flow.json`` holds; the
+    driver writes it, so a worker left behind by a killed driver writes nothing."""
     from macroflow.firehose import run_part
 
-    d = pathlib.Path(out_dir)
-    f = d / "flow.json"
-    meta = {"patterns": patterns, "quick": quick, "version": __version__}
-    if f.exists():
-        old = json.loads(f.read_text())
-        if old.get("meta") == meta:
-            return old["checks"]
     part = run_part(name, patterns, quick)
-    checks = [asdict(Check(*c)) for c in part.checks]
-    d.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(f, {"meta": meta, "title": part.title, "description": part.description, "rows": part.rows,
-                          "figures": part.figures, "network": part.network, "checks": checks})
-    return checks
+    return {"title": part.title, "description": part.description, "rows": part.rows, "figures": part.figures,
+            "network": part.network, "checks": [asdict(Check(*c)) for c in part.checks]}
 
 
 def _reproduce_flow(rep: Reproduction, out: Optional[Union[str, pathlib.Path]], seeds: Optional[int], quick: bool,
                     workers: Optional[int], on_progress: Optional[Callable[[str, SweepProgress], None]]) -> pathlib.Path:
-    """A flow-level reproduction: each part in a local process (a stored part with the same pattern
-    count, quickness and code version is reused), then reproduction.json and the report."""
+    """A flow-level reproduction: each part in a local process into ``DIR/<part>/flow.json`` (a
+    stored part with the same pattern count, quickness and code version is reused), then
+    reproduction.json and the report."""
     import concurrent.futures as cf
     import multiprocessing as mp
     import os
+
+    from macroflow._native import __version__
 
     patterns = seeds if seeds is not None else (rep.quick_seeds if quick else rep.seeds)
     if patterns < 1:
@@ -287,19 +280,32 @@ def _reproduce_flow(rep: Reproduction, out: Optional[Union[str, pathlib.Path]], 
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     root = pathlib.Path(out) if out is not None else pathlib.Path("out/reproductions") / rep.name
-    n = workers or os.cpu_count() or 1
+    meta = {"patterns": patterns, "quick": quick, "version": __version__}
     checks: Dict[str, List[Dict[str, Any]]] = {}
-    with cf.ProcessPoolExecutor(max_workers=min(n, len(rep.flow_parts)), mp_context=mp.get_context("spawn")) as pool:
-        futs = {pool.submit(_flow_part, p, patterns, quick, str(root / p)): p for p in rep.flow_parts}
-        prog = SweepProgress(total=len(futs), already=0)
-        if on_progress:
-            on_progress("parts", prog)
-        for fut in cf.as_completed(futs):
-            checks[futs[fut]] = fut.result()
-            prog.done += 1
-            prog.keys.append(futs[fut])
-            if on_progress:
-                on_progress("parts", prog)
+    for p in rep.flow_parts:
+        f = root / p / "flow.json"
+        if f.exists():
+            stored = json.loads(f.read_text())
+            if stored.get("meta") == meta:
+                checks[p] = stored["checks"]
+    todo = [p for p in rep.flow_parts if p not in checks]
+    prog = SweepProgress(total=len(rep.flow_parts), already=len(checks))
+    if on_progress:
+        on_progress("parts", prog)
+    if todo:
+        n = workers or os.cpu_count() or 1
+        with cf.ProcessPoolExecutor(max_workers=min(n, len(todo)), mp_context=mp.get_context("spawn")) as pool:
+            futs = {pool.submit(_flow_part, p, patterns, quick): p for p in todo}
+            for fut in cf.as_completed(futs):
+                p = futs[fut]
+                data = fut.result()
+                (root / p).mkdir(parents=True, exist_ok=True)
+                write_json_atomic(root / p / "flow.json", {"meta": meta, **data})
+                checks[p] = data["checks"]
+                prog.done += 1
+                prog.keys.append(p)
+                if on_progress:
+                    on_progress("parts", prog)
     write_json_atomic(root / "reproduction.json", {
         "name": rep.name,
         "title": rep.title,

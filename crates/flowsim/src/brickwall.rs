@@ -84,6 +84,8 @@ pub struct Brickwall<'a> {
     is_last: Vec<bool>,
     /// Per link: the index of its component.
     component_of: Vec<u32>,
+    /// The network's link capacities, for [`Brickwall::solve`] (read once, not per solve).
+    pub caps: Vec<f64>,
 }
 
 /// Sweeps over a cyclic component before giving up.
@@ -159,14 +161,14 @@ impl<'a> Brickwall<'a> {
             components,
             is_last,
             component_of,
+            caps: net.links().iter().map(|l| l.capacity).collect(),
         }
     }
 
     /// The flow through the network for the given demands with the network's capacities and
     /// max-min routers.
     pub fn solve(&self, demands: &[f64]) -> Result<FlowState, Error> {
-        let caps: Vec<f64> = self.net.links().iter().map(|l| l.capacity).collect();
-        self.solve_with(&caps, demands, &mut MaxMinRule::default())
+        self.solve_with(&self.caps, demands, &mut MaxMinRule::default())
     }
 
     /// The flow through the network for `demands` (one per flow, >= 0, may be infinite) on link
@@ -180,8 +182,8 @@ impl<'a> Brickwall<'a> {
         self.solve_settled(caps, demands, rule, SETTLED)
     }
 
-    /// [`Brickwall::solve_with`], with links on a cycle settled when no carried rate changes by
-    /// more than `settled` (relative) in a sweep.
+    /// [`Brickwall::solve_with`], with a link on a cycle recomputed until no rate offered to it
+    /// moves by more than `settled` (relative).
     pub fn solve_settled(
         &self,
         caps: &[f64],

@@ -151,13 +151,12 @@ pub fn fixed_point(
         });
     }
     check_iteration(epsilon, max_iterations)?;
-    let caps: Vec<f64> = bw.net.links().iter().map(|l| l.capacity).collect();
-    let mut rule = LossLoadRule::new(k, caps.len());
+    let mut rule = LossLoadRule::new(k, bw.caps.len());
     let mut d = initial_demands(bw.net, bw.flows);
     let (mut iterations, mut delta) = (0, f64::INFINITY);
     let mut a = Vec::new();
     while delta > epsilon && iterations < max_iterations {
-        bw.solve_settled(&caps, &d, &mut rule, INNER)?;
+        bw.solve_settled(&bw.caps, &d, &mut rule, INNER)?;
         delta = 0.0;
         for (i, di) in d.iter_mut().enumerate() {
             a.clear();
@@ -174,7 +173,7 @@ pub fn fixed_point(
         }
         iterations += 1;
     }
-    let state = bw.solve_settled(&caps, &d, &mut rule, INNER)?;
+    let state = bw.solve_settled(&bw.caps, &d, &mut rule, INNER)?;
     Ok(FixedPoint {
         demands: d,
         state,
