@@ -27,14 +27,25 @@ fn two_flows(kind: Option<CouplerKind>) -> Harness {
 fn fig_9_2_drop_on_connection_1_halves_the_aggregate_only_under_ctrltcp() {
     for (kind, expected) in [(CCC, 0.5), (Some(CouplerKind::Efcm), 0.75), (None, 0.75)] {
         let mut h = two_flows(kind);
-        let before = h.aggregate();
+        // The group's window for the coupled kinds (a connection below its share grows back to it
+        // on its own ACKs), the senders' windows uncoupled.
+        let aggregate = |h: &Harness| h.coupler.as_ref().map_or(h.aggregate(), |c| c.sum_cwnd());
+        let before = aggregate(&h);
         h.drop_packet(1);
         h.rounds(2); // enter FR, leave FR
-        let after = h.aggregate();
+        let after = aggregate(&h);
         let ratio = after / before;
-        // Uncoupled and EFCM, connection 2 adds a segment in each of the two rounds.
+        // Uncoupled and EFCM, connection 2 adds a segment in each of the two rounds. Under EFCM,
+        // connection 1 is told its own halved window (its share would be a burst) and slow-starts
+        // towards its share in the second round; EFCM adds that growth to the sum unscaled, so it
+        // may end up to 5 % above three quarters: still far from halved.
+        let slack = if kind == Some(CouplerKind::Efcm) {
+            0.05
+        } else {
+            0.0
+        };
         assert!(
-            (ratio - expected).abs() < 3.0 / before,
+            ratio > expected - 3.0 / before && ratio < expected + 3.0 / before + slack,
             "{kind:?}: aggregate {before} -> {after} (ratio {ratio}, expected {expected})"
         );
         if kind == CCC {
@@ -47,7 +58,9 @@ fn fig_9_2_drop_on_connection_1_halves_the_aggregate_only_under_ctrltcp() {
 }
 
 /// Fig. 9.2(c) and 9.5: a timeout on connection 1. E-TCP forces both connections into slow start;
-/// ctrlTCP keeps the aggregate (ACKs still arrive on connection 2).
+/// ctrlTCP does not slow-start the aggregate (ACKs still arrive on connection 2): the timeout is one
+/// loss event, so the aggregate is halved once, connection 2 stays in CA with its share, and
+/// connection 1 slow-starts back to its share on its own ACKs (issue 11: not its share at once).
 #[test]
 fn fig_9_2c_timeout_on_one_connection_forces_slow_start_only_under_etcp() {
     let mut h = two_flows(Some(CouplerKind::ETcp));
@@ -69,11 +82,19 @@ fn fig_9_2c_timeout_on_one_connection_forces_slow_start_only_under_etcp() {
     let before = h.aggregate();
     h.timeout(1);
     h.round();
+    let after = h.coupler.as_ref().unwrap().sum_cwnd();
     assert!(
-        h.aggregate() >= before,
-        "ctrlTCP: aggregate {before} -> {}",
-        h.aggregate()
+        after >= before / 2.0 && after < before / 2.0 + 2.0,
+        "ctrlTCP: aggregate {before} -> {after}: halved once, not slow-started"
     );
+    assert_eq!(h.sender(1).cwnd, 1.0, "the loss window");
+    assert!(
+        (h.sender(2).cwnd - after / 2.0).abs() < 1.0,
+        "connection 2 has its share"
+    );
+    assert_eq!(h.sender(2).state, TcpState::CongestionAvoidance);
+    // Connection 1 doubles per round back to its share; then both are in CA again.
+    h.rounds(6);
     assert!(
         h.senders
             .iter()
@@ -81,6 +102,8 @@ fn fig_9_2c_timeout_on_one_connection_forces_slow_start_only_under_etcp() {
         "{:?}",
         h.senders
     );
+    let (a, b) = (h.sender(1).cwnd, h.sender(2).cwnd);
+    assert!((a - b).abs() <= 1.0, "back to equal shares: {a} vs {b}");
 }
 
 /// Fig. 9.5: two connections through a bottleneck of 100 packets, with repeated timeouts provoked
@@ -169,10 +192,14 @@ fn fig_9_6_priorities_give_a_three_to_one_split_and_move_together() {
     );
     let sum = h.coupler.as_ref().unwrap().sum_cwnd();
     h.leave(2);
+    // Flow 1 takes all of the aggregate (Fig. 9.6), by slow start rather than a burst (issue 11):
+    // from 3/4 of it, one round.
     h.round();
+    h.round();
+    let c = h.coupler.as_ref().unwrap().sum_cwnd();
     assert!(
-        (h.sender(1).cwnd - (sum + 1.0)).abs() < 1e-9,
-        "flow 1 takes all: {} vs {sum}",
+        (h.sender(1).cwnd - c).abs() < 1e-9 && c >= sum,
+        "flow 1 takes all: {} vs {c} (was {sum})",
         h.sender(1).cwnd
     );
 }

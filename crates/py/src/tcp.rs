@@ -27,12 +27,14 @@ fn update_input(
     ssthresh_pkts: f64,
     state: &str,
     timeout: bool,
+    in_flight_pkts: f64,
 ) -> PyResult<TcpUpdate> {
     Ok(TcpUpdate {
         cwnd_pkts,
         ssthresh_pkts,
         state: parse_state(state)?,
         timeout,
+        in_flight_pkts,
     })
 }
 
@@ -106,6 +108,7 @@ pub struct ConnView {
     pub state: &'static str,
     pub coordinating: bool,
     pub handover: Option<(u64, f64)>,
+    pub timed_out: bool,
 }
 
 impl From<tcp::ConnView> for ConnView {
@@ -118,6 +121,7 @@ impl From<tcp::ConnView> for ConnView {
             state: v.state.name(),
             coordinating: v.coordinating,
             handover: v.handover,
+            timed_out: v.timed_out,
         }
     }
 }
@@ -126,7 +130,7 @@ impl From<tcp::ConnView> for ConnView {
 impl ConnView {
     fn __repr__(&self) -> String {
         format!(
-            "ConnView(conn={}, priority={}, cwnd_pkts={}, ssthresh_pkts={}, state='{}', coordinating={}, handover={})",
+            "ConnView(conn={}, priority={}, cwnd_pkts={}, ssthresh_pkts={}, state='{}', coordinating={}, handover={}, timed_out={})",
             self.conn,
             fmt_f64(self.priority),
             fmt_f64(self.cwnd_pkts),
@@ -134,7 +138,8 @@ impl ConnView {
             self.state,
             if self.coordinating { "True" } else { "False" },
             self.handover
-                .map_or_else(|| "None".to_string(), |(r, t)| format!("({r}, {})", fmt_f64(t)))
+                .map_or_else(|| "None".to_string(), |(r, t)| format!("({r}, {})", fmt_f64(t))),
+            if self.timed_out { "True" } else { "False" },
         )
     }
 }
@@ -182,11 +187,11 @@ pub struct PyTcpCoupler {
 #[pymethods]
 impl PyTcpCoupler {
     #[new]
-    #[pyo3(signature = (kind="ccc"))]
-    fn new(kind: &str) -> PyResult<Self> {
-        Ok(PyTcpCoupler {
-            inner: Coupler::new(parse_kind(kind)?),
-        })
+    #[pyo3(signature = (kind="ccc", max_burst_pkts=0.0))]
+    fn new(kind: &str, max_burst_pkts: f64) -> PyResult<Self> {
+        let mut inner = Coupler::new(parse_kind(kind)?);
+        inner.get_mut().set_max_burst_pkts(max_burst_pkts).py()?;
+        Ok(PyTcpCoupler { inner })
     }
 
     fn register(
@@ -203,7 +208,7 @@ impl PyTcpCoupler {
             .map(Into::into)
     }
 
-    #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false))]
+    #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false, in_flight_pkts=0.0))]
     fn update(
         &mut self,
         conn: u64,
@@ -211,8 +216,9 @@ impl PyTcpCoupler {
         ssthresh_pkts: f64,
         state: &str,
         timeout: bool,
+        in_flight_pkts: f64,
     ) -> PyResult<Option<Response>> {
-        let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout)?;
+        let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout, in_flight_pkts)?;
         self.inner
             .get_mut()
             .update(FlowId(conn), u)
@@ -415,7 +421,7 @@ impl PyTcpGroups {
         Ok((gid.0, r.into()))
     }
 
-    #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false))]
+    #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false, in_flight_pkts=0.0))]
     fn update(
         &mut self,
         conn: u64,
@@ -423,8 +429,9 @@ impl PyTcpGroups {
         ssthresh_pkts: f64,
         state: &str,
         timeout: bool,
+        in_flight_pkts: f64,
     ) -> PyResult<Option<Response>> {
-        let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout)?;
+        let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout, in_flight_pkts)?;
         self.lock()
             .update(FlowId(conn), u)
             .py()

@@ -15,11 +15,14 @@
 //!   which "potentially moves all existing flows back into Slow Start from Congestion Avoidance".
 //!
 //! Both answer every UPDATE outside Fast Recovery with the connection's priority-weighted share of
-//! the shared window and ssthresh, as TCP-CCC does.
+//! the shared window and ssthresh, as TCP-CCC does, with the window bounded like every coupler's
+//! answer so that it allows no burst (issue 11; see [`super::allowance`]): a share above what the
+//! connection may send at once is reached by the connection's own growth. Their faults are the
+//! dissertation's, not bursts.
 
 use super::{
-    check_register, ssthresh_share, window_share, ConnView, Release, Response, TcpCoupler,
-    TcpState, TcpUpdate,
+    allowance, bounded, check_max_burst, check_register, share, ssthresh_share, ConnView, Release,
+    Response, TcpCoupler, TcpState, TcpUpdate,
 };
 use crate::error::Error;
 use crate::group::FlowId;
@@ -45,6 +48,7 @@ struct Ensemble {
     sum_p: RunningSum,
     sum_cwnd: f64,
     sum_ssthresh: f64,
+    max_burst_pkts: f64,
 }
 
 impl Ensemble {
@@ -88,17 +92,21 @@ impl Ensemble {
     }
 
     /// Assigns the connection its share of the shared window and ssthresh (its own ssthresh while
-    /// the ensemble has none).
-    fn assign(&mut self, seq: u64, own_ssthresh: f64) -> Response {
+    /// the ensemble has none), bounded by what the connection that reported `u` may send at once.
+    fn assign(&mut self, seq: u64, u: &TcpUpdate) -> Response {
         let (sum_cwnd, sum_ssthresh, sum_p) =
             (self.sum_cwnd, self.sum_ssthresh, self.sum_p.value());
+        let allowed = allowance(u, self.max_burst_pkts);
         let c = self.conns.get_mut(&seq).expect("registered");
-        c.cwnd = window_share(c.p, sum_cwnd, sum_p);
-        c.ssthresh = if sum_ssthresh > 0.0 {
+        let normal = if sum_ssthresh > 0.0 {
             ssthresh_share(c.p, sum_ssthresh, sum_p)
         } else {
-            own_ssthresh
+            u.ssthresh_pkts
         };
+        // Bounded like every answer, but the ssthresh stays the ensemble's: these baselines sum
+        // every connection's own ssthresh changes, so a catch-up ssthresh would inflate theirs.
+        c.cwnd = bounded(share(c.p, sum_cwnd, sum_p), normal, allowed).0;
+        c.ssthresh = normal;
         Response {
             cwnd_pkts: c.cwnd,
             ssthresh_pkts: c.ssthresh,
@@ -113,6 +121,7 @@ impl Ensemble {
         if self.conns.is_empty() {
             *self = Ensemble {
                 next_seq: self.next_seq,
+                max_burst_pkts: self.max_burst_pkts,
                 ..Ensemble::default()
             };
         }
@@ -139,12 +148,17 @@ impl Ensemble {
             state: c.state,
             coordinating: false,
             handover: None,
+            timed_out: false,
         }
     }
 }
 
 macro_rules! ensemble_accessors {
     () => {
+        fn set_max_burst_pkts(&mut self, pkts: f64) -> Result<(), Error> {
+            self.e.max_burst_pkts = check_max_burst(pkts)?;
+            Ok(())
+        }
         fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
             self.e.set_priority(conn, priority)
         }
@@ -199,7 +213,8 @@ impl TcpCoupler for ETcp {
             self.e.sum_cwnd = cwnd_pkts;
         }
         let seq = self.e.insert(conn, priority);
-        Ok(self.e.assign(seq, ssthresh_pkts))
+        let joined = TcpUpdate::new(cwnd_pkts, ssthresh_pkts, TcpState::SlowStart);
+        Ok(self.e.assign(seq, &joined))
     }
 
     fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
@@ -227,11 +242,12 @@ impl TcpCoupler for ETcp {
             let scale = if u.state == TcpState::SlowStart {
                 1.0
             } else {
-                p / self.e.sum_p.value()
+                // P / sum_P, clamped: rounding residue in sum_P must not make it exceed 1.
+                share(p, 1.0, self.e.sum_p.value())
             };
             self.e.sum_cwnd += (u.cwnd_pkts - stored) * scale;
         }
-        Ok(Some(self.e.assign(seq, u.ssthresh_pkts)))
+        Ok(Some(self.e.assign(seq, &u)))
     }
 
     fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
@@ -271,7 +287,8 @@ impl TcpCoupler for Efcm {
         self.e.sum_cwnd += cwnd_pkts;
         self.e.sum_ssthresh += ssthresh_pkts;
         let seq = self.e.insert(conn, priority);
-        Ok(self.e.assign(seq, ssthresh_pkts))
+        let joined = TcpUpdate::new(cwnd_pkts, ssthresh_pkts, TcpState::SlowStart);
+        Ok(self.e.assign(seq, &joined))
     }
 
     fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
@@ -288,7 +305,7 @@ impl TcpCoupler for Efcm {
         // Each connection's own change goes into the sums unscaled: n connections' aggressiveness.
         self.e.sum_cwnd = (self.e.sum_cwnd + u.cwnd_pkts - stored_cwnd).max(0.0);
         self.e.sum_ssthresh = (self.e.sum_ssthresh + u.ssthresh_pkts - stored_ssthresh).max(0.0);
-        Ok(Some(self.e.assign(seq, u.ssthresh_pkts)))
+        Ok(Some(self.e.assign(seq, &u)))
     }
 
     /// The leaving connection takes its part of the sums with it (the aggregate is n flows).
@@ -324,7 +341,8 @@ mod tests {
             "the ensemble is one connection's window"
         );
         g.update(FlowId(1), TcpUpdate::timeout(1.0, 12.5)).unwrap();
-        let r = g.update(FlowId(2), ca(25.0, 1e9)).unwrap().unwrap();
+        // Connection 2 was told its own 10 segments (not its share of 25: no burst).
+        let r = g.update(FlowId(2), ca(10.0, 1e9)).unwrap().unwrap();
         assert_eq!(r.cwnd_pkts, 1.0);
         assert!(
             r.ssthresh_pkts > r.cwnd_pkts,

@@ -3,61 +3,97 @@
 //! `handover`, a joining connection's share is released by the ACKs of the others (Algorithm 4,
 //! ch. 7, and sec. 9.2.4).
 //!
-//! One connection, the coordinating connection (CoCo), dictates increase and decrease of the
-//! aggregate window `sum_cwnd`; the others get their priority-weighted share. There is one
-//! aggregate reduction per loss event: only one connection can be the CoCo in Fast Recovery, and
-//! the aggregate slow-starts only when every connection is in slow start.
+//! One connection, the coordinating connection (CoCo), dictates the increase of the aggregate
+//! window `sum_cwnd` in congestion avoidance; the others get their priority-weighted share. There
+//! is exactly one aggregate reduction per loss event, and the aggregate slow-starts only when every
+//! connection is in slow start.
 //!
-//! Where the pseudo-code is silent or cannot be meant literally (each case has a test):
-//! 1. **Line 5** makes a non-CoCo in FR the CoCo only if every other connection is in CA. Read
-//!    literally, a loss is ignored whenever any connection is in SS (for instance one that has just
-//!    joined), so the aggregate would not back off at all. The rule's purpose, stated in the
-//!    appendix, is to prevent double reactions ("one reduction only for the full duration of one
-//!    flow's FR phase"); we use exactly that: a connection entering FR becomes the CoCo if no
-//!    other connection is in FR. One whose FR began inside another's FR phase never becomes the
-//!    CoCo during that phase, even after the other has left FR.
-//! 2. **Lines 16-41 at start-up**: a CoCo in SS without a timeout never changes `sum_cwnd`, so the
-//!    first connection could never grow beyond its initial window. When every connection is in SS
-//!    the aggregate is legitimately slow-starting; the CoCo's increase then grows `sum_cwnd` by
-//!    the increase times `sum_P / P(CoCo)`, so the aggregate doubles per RTT as one flow would
-//!    (CA keeps the algorithm's `+ (cwnd - ccc_cwnd)`, which is +1 segment per RTT for the
-//!    aggregate). If the CoCo has timed out while the others are in SS without a timeout, the
-//!    first of those becomes the CoCo (ACKs still arrive on it).
-//! 3. **Lines 35-37** set `sum_ssthresh = sum_cwnd / 2` after `sum_cwnd` has already been cut to
-//!    the loss window; a single TCP sets ssthresh from the window before the timeout, so we use the
-//!    aggregate before the cut, and give the CoCo its share of it.
-//! 4. **Line 9** gives a non-CoCo `P * sum_ssthresh / sum_P` even while `sum_ssthresh` is 0 (no loss
+//! ## Deviations from the pseudo-code (issue 11), and why
+//! Read literally, Algorithm 7 reduces the aggregate only when the CoCo *leaves* FR (line 20) and
+//! gives a timed-out connection its full share back on its next report (lines 8, 12-13). Measured
+//! in the simulator (10 Mbit/s, 100 ms, 83 packets, 2-10 NewReno flows with cross traffic), that
+//! gives loss storms: (1) while the CoCo is in FR the others keep their unreduced shares, so their
+//! retransmissions are lost too; (2) if the CoCo's FR ends in a timeout it never reports leaving
+//! FR, the reduction never happens, and the timed-out connection, just reset to resend from
+//! snd_una, is told its whole share (over 100 segments) and sends it back to back into a full
+//! queue; (3) lines 12-13 clear its timeout mark at once, so the "all connections timed out"
+//! restart (lines 33-37) can never fire. The dissertation expects a timed-out flow to "recover the
+//! lost packets when it enters Fast Recovery", but RFC 6582/6675 forbid a new FR after a timeout
+//! until the recovery point is passed, so any real TCP applying the told window after an RTO bursts
+//! the same way. Hence:
+//! 1. **The reduction happens when the loss event begins** (a connection enters FR, or times out
+//!    from CA/SS, while no event is in progress): `sum_ssthresh = sum_cwnd * beta` and `sum_cwnd =
+//!    sum_ssthresh` at once (as one SACK TCP sets cwnd = ssthresh on entering recovery), so every
+//!    other connection gets its reduced share at its next ACK. `beta` is the reporting connection's
+//!    own reduction, ssthresh / (window it was told), or 1/2 (RFC 5681) where that ratio says
+//!    nothing (a window under 4 segments, whose ssthresh is floored at 2). That connection owns the
+//!    event and becomes the CoCo (line 6). Leaving FR reduces nothing (line 20 applies only to a
+//!    decrease the CoCo reports outside a loss event).
+//! 2. **One reduction per loss event, always.** The event lasts until its owner leaves FR or, if
+//!    its FR ended in a timeout, until it is back at its share. A connection entering FR during the
+//!    event belongs to it (line 5's purpose: "one reduction only for the full duration of one
+//!    flow's FR phase"). A timeout starts no event if the connection was in FR (that FR already
+//!    counted, as the event's start or as part of one) or is still recovering from an earlier
+//!    timeout (repeated RTOs; Linux's `tcp_enter_loss` does not reduce ssthresh again either). An
+//!    owner that leaves passes the event to a connection still in FR, if any.
+//! 3. **A timed-out connection is not given its share back at once.** It is told its loss window
+//!    and an ssthresh of its current share, and its own controller slow-starts back to the share on
+//!    its own ACK clock; its timeout mark (ssbit) lasts until it is back within a segment of its
+//!    share (or reports CA). The CoCo role passes to a connection that still receives ACKs (line 39). When every
+//!    connection carries the mark, nothing is delivered on the path: the aggregate restarts from
+//!    the windows the connections actually have (lines 33-37), with the event's `sum_ssthresh`.
+//! 4. **No answer allows a burst** (module docs of `tcp`): a connection whose share is above what
+//!    it may send at once is told that and slow-starts up to the share. This applies to joiners
+//!    (Algorithm 5 would hand a joiner its share as one burst), to the connections that take over a
+//!    leaving connection's share (Algorithm 6), and to the timed-out ones (item 3). A connection
+//!    below its share does not grow the aggregate while it catches up.
+//! 5. **Start-up** (lines 16-41 never grow `sum_cwnd` for a CoCo in SS without a timeout, so the
+//!    first connection could never grow beyond its initial window). The aggregate slow-starts while
+//!    every connection is in SS, none carries a timeout mark, no handover runs and `sum_cwnd` is
+//!    below `sum_ssthresh` (or no loss has set one): RFC 5681's condition for one flow. Then every
+//!    connection's increase adds to `sum_cwnd`, since the aggregate's ACKs are all connections'
+//!    ACKs and one flow adds a segment per segment acked; so it doubles per RTT as one flow would.
+//!    As Linux grows cwnd in slow start only while `tcp_is_cwnd_limited` (cwnd < 2 * packets out),
+//!    an increase counts only from a connection holding more than half its share. (An earlier
+//!    version scaled the CoCo's increase by `sum_P / P`; with priorities 5e-324 and 1 that is
+//!    infinite.) In CA only the CoCo's increase counts, `+ (cwnd - ccc_cwnd)` as line 18: +1 segment
+//!    per RTT for the aggregate, and only while the CoCo holds its whole share.
+//! 6. **Line 9** gives a non-CoCo `P * sum_ssthresh / sum_P` even while `sum_ssthresh` is 0 (no loss
 //!    yet), which would put it into CA with ssthresh 0; as lines 23-25 do for the CoCo, it keeps its
 //!    own ssthresh until the aggregate has one.
-//! 5. **Leave** (Algorithm 6) keeps `sum_cwnd`: the aggregate's window is the group's, and the
-//!    others take over the leaving connection's share at their next update (Fig. 9.6: "flow 1 gets
-//!    all of the cwnd"). The CoCo passes to the next connection in registration order (item 7).
-//! 6. **Handover** (Algorithm 4; the dissertation leaves concurrent joins open, sec. 7.4). A joiner's
+//! 7. **Leave** (Algorithm 6) keeps `sum_cwnd`: the aggregate's window is the group's, and the
+//!    others take over the leaving connection's share (Fig. 9.6: "flow 1 gets all of the cwnd"),
+//!    by slow start (item 4). The CoCo passes to the next connection in registration order that is
+//!    not in FR and has no timeout mark, if any.
+//! 8. **Handover** (Algorithm 4; the dissertation leaves concurrent joins open, sec. 7.4). A joiner's
 //!    target is its share at join time; ACKs of connections that are not themselves in handover
 //!    release one segment to each joiner every N ACKs (N = connections in the group now), each
 //!    joiner with its own ACK counter. When another connection joins, every running handover's
 //!    target shrinks to its new, smaller share (`min(target, share now)`, also applied after a
 //!    decrease of the aggregate), so releases never exceed what the joiners are entitled to. While
-//!    any handover runs, the CoCo's increases do not grow the aggregate (the ACKs that clock a
-//!    joiner replace the others' cwnd increase); decreases apply as usual. A joiner that becomes the
-//!    CoCo, or that has no other connection left to clock it, ends its handover and uses its share.
-//! 7. **A CoCo that leaves** passes the role to the next connection not in FR, if any. A connection
-//!    whose FR began inside another's FR (same loss event) does not reduce the aggregate when it
-//!    leaves FR, even if it has become the CoCo meanwhile, so one loss event still gives one
-//!    reduction.
-//! 8. **Floors:** a connection is never told less than one segment of cwnd
+//!    any handover runs, increases do not grow the aggregate (the ACKs that clock a joiner replace
+//!    the others' cwnd increase); decreases apply as usual. A joiner that becomes the CoCo, or that
+//!    has no other connection left to clock it, ends its handover and slow-starts to its share.
+//! 9. **Floors and priorities:** a connection is never told less than one segment of cwnd
 //!    ([`super::MIN_CWND_PKTS`]: a smaller share would stall it for good) nor less than two of
-//!    ssthresh (RFC 5681).
+//!    ssthresh (RFC 5681). Shares are `(P / sum_P) * sum`, so every accepted priority (down to
+//!    5e-324, up to 1e12) gives a finite share no larger than the aggregate.
 
 use super::{
-    check_register, share, ssthresh_share, window_share, ConnView, Release, Response, TcpCoupler,
-    TcpState, TcpUpdate,
+    allowance, bounded, check_max_burst, check_register, is_behind, share, ssthresh_share,
+    ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate, MIN_CWND_PKTS, MIN_SSTHRESH_PKTS,
 };
 use crate::error::Error;
 use crate::group::FlowId;
 use crate::units::{check_priority, RunningSum};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The reduction applied when the reporting connection's own says nothing (RFC 5681's halving).
+const DEFAULT_BETA: f64 = 0.5;
+/// A told window at or above this many segments gives a meaningful ratio ssthresh / cwnd (below it
+/// NewReno's ssthresh floor of 2 segments dominates).
+const BETA_MIN_WINDOW_PKTS: f64 = 2.0 * MIN_SSTHRESH_PKTS;
 
 #[derive(Clone, Debug)]
 struct Handover {
@@ -77,9 +113,8 @@ struct Conn {
     cwnd: f64,
     ssthresh: f64,
     state: TcpState,
+    /// Timed out and not yet back at its share (module docs item 3).
     ssbit: bool,
-    /// Entered FR during another connection's FR: part of that loss event, already reacted to.
-    fr_shadow: bool,
     handover: Option<Handover>,
 }
 
@@ -90,6 +125,7 @@ struct Conn {
 #[derive(Clone, Debug)]
 pub struct TcpCcc {
     handover_enabled: bool,
+    max_burst_pkts: f64,
     slots: Vec<Option<Conn>>,
     free: Vec<usize>,
     index: FxHashMap<FlowId, usize>,
@@ -97,15 +133,18 @@ pub struct TcpCcc {
     order: BTreeMap<u64, usize>,
     next_seq: u64,
     coco: Option<usize>,
+    /// The connection whose FR or timeout began the loss event in progress (module docs item 2).
+    event: Option<usize>,
     sum_p: RunningSum,
     sum_cwnd: f64,
     sum_ssthresh: f64,
     /// Sequence numbers of connections whose state is not SS (candidates for CoCo, line 39).
     not_ss: BTreeSet<u64>,
-    n_fr: usize,
     n_ssbits: usize,
     /// Sequence numbers of connections in ack-clocked handover.
     handovers: BTreeSet<u64>,
+    /// Reductions of the aggregate so far (loss events and timeout restarts), for tests and traces.
+    reductions: u64,
     ops_since_resum: usize,
 }
 
@@ -113,19 +152,21 @@ impl TcpCcc {
     pub fn new(handover: bool) -> Self {
         TcpCcc {
             handover_enabled: handover,
+            max_burst_pkts: 0.0,
             slots: Vec::new(),
             free: Vec::new(),
             index: FxHashMap::default(),
             order: BTreeMap::new(),
             next_seq: 0,
             coco: None,
+            event: None,
             sum_p: RunningSum::default(),
             sum_cwnd: 0.0,
             sum_ssthresh: 0.0,
             not_ss: BTreeSet::new(),
-            n_fr: 0,
             n_ssbits: 0,
             handovers: BTreeSet::new(),
+            reductions: 0,
             ops_since_resum: 0,
         }
     }
@@ -142,6 +183,15 @@ impl TcpCcc {
     /// The coordinating connection.
     pub fn coco(&self) -> Option<FlowId> {
         self.coco.map(|s| self.c(s).id)
+    }
+    /// The connection whose loss event is in progress, if any.
+    pub fn loss_event(&self) -> Option<FlowId> {
+        self.event.map(|s| self.c(s).id)
+    }
+    /// How many times the aggregate was reduced: one per loss event, plus one per restart after
+    /// every connection timed out.
+    pub fn reductions(&self) -> u64 {
+        self.reductions
     }
     /// Every connection is in slow start: the only time the aggregate may slow-start.
     pub fn all_in_slow_start(&self) -> bool {
@@ -170,6 +220,12 @@ impl TcpCcc {
         share(self.c(slot).p, self.sum_cwnd, self.sum_p.value())
     }
 
+    /// The connection was told more than a segment less than its share (it is catching up by
+    /// slow start).
+    fn behind(&self, slot: usize) -> bool {
+        is_behind(self.c(slot).cwnd, self.share_of(slot))
+    }
+
     /// Lines 23-25 (and 13-16 of Algorithm 5): the aggregate's ssthresh share once it has one,
     /// else the connection's own.
     fn ssthresh_for(&self, p: f64, own: f64) -> f64 {
@@ -188,12 +244,6 @@ impl TcpCcc {
             return old;
         }
         c.state = state;
-        if old == TcpState::FastRecovery {
-            self.n_fr -= 1;
-        }
-        if state == TcpState::FastRecovery {
-            self.n_fr += 1;
-        }
         if state == TcpState::SlowStart {
             self.not_ss.remove(&seq);
         } else {
@@ -210,6 +260,10 @@ impl TcpCcc {
                 self.n_ssbits += 1;
             } else {
                 self.n_ssbits -= 1;
+                // A timed-out owner back at its share ends its loss event (module docs item 2).
+                if self.event == Some(slot) {
+                    self.event = None;
+                }
             }
         }
     }
@@ -227,46 +281,142 @@ impl TcpCcc {
         self.coco = Some(slot);
     }
 
-    /// Algorithm 7 lines 17-26: the CoCo's report changes the aggregate. `scale` multiplies an
-    /// increase (1 in CA; sum_P / P during an all-SS start-up, see module docs item 2).
-    fn coco_adjust(&mut self, slot: usize, u: &TcpUpdate, scale: f64, may_decrease: bool) {
-        let stored = self.c(slot).cwnd;
-        if u.cwnd_pkts < stored && !may_decrease {
-            // Leaving an FR that belonged to a loss event the aggregate already reacted to.
-        } else if u.cwnd_pkts >= stored {
-            // While a handover runs, the ACKs that would grow the window clock the joiner instead.
-            if self.handovers.is_empty() {
-                self.sum_cwnd += (u.cwnd_pkts - stored) * scale;
-            }
-        } else {
-            self.sum_cwnd *= u.cwnd_pkts / stored;
-        }
-        let p = self.c(slot).p;
-        let cwnd = window_share(p, self.sum_cwnd, self.sum_p.value());
-        let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
-        let c = self.c_mut(slot);
-        c.cwnd = cwnd;
-        c.ssthresh = ssthresh;
+    /// The first connection in registration order, starting after `after` (wrapping), that
+    /// satisfies `ok`.
+    fn first_from(&self, after: u64, ok: impl Fn(&Conn) -> bool) -> Option<usize> {
+        self.order
+            .range(after + 1..)
+            .chain(self.order.range(..=after))
+            .map(|(_, s)| *s)
+            .find(|s| ok(self.c(*s)))
     }
 
-    /// Lines 33-37: every connection has timed out, so the aggregate restarts from the loss window.
-    fn aggregate_timeout(&mut self, slot: usize, u: &TcpUpdate) {
-        let before = self.sum_cwnd;
+    /// Module docs item 1: a loss event begins with `slot`'s report; the aggregate is reduced now.
+    fn begin_loss_event(&mut self, slot: usize, u: &TcpUpdate) {
+        let told = self.c(slot).cwnd;
+        let ratio = u.ssthresh_pkts / told;
+        let beta = if told >= BETA_MIN_WINDOW_PKTS && ratio > 0.0 && ratio < 1.0 {
+            ratio
+        } else {
+            DEFAULT_BETA
+        };
+        self.sum_ssthresh = self.sum_cwnd * beta;
+        self.sum_cwnd = self.sum_ssthresh;
+        self.event = Some(slot);
+        self.reductions += 1;
+    }
+
+    /// Lines 30-40 with module docs items 2-3: `slot` has had a retransmission timeout.
+    fn on_timeout(&mut self, slot: usize, old: TcpState, u: &TcpUpdate) {
+        let was_recovering = self.c(slot).ssbit;
+        if self.event.is_none() && old != TcpState::FastRecovery && !was_recovering {
+            self.begin_loss_event(slot, u);
+        }
+        self.set_ssbit(slot, true);
+        self.end_handover(slot);
+        self.c_mut(slot).cwnd = u.cwnd_pkts.max(MIN_CWND_PKTS);
+        if self.n_ssbits == self.index.len() {
+            // Lines 33-37: nothing is delivered on the path any more; the aggregate restarts from
+            // the windows the connections actually have, towards the event's sum_ssthresh.
+            self.sum_cwnd = self.slots.iter().flatten().map(|c| c.cwnd).sum();
+            if self.sum_ssthresh <= 0.0 {
+                self.sum_ssthresh = self.sum_cwnd;
+            }
+            for c in self.slots.iter_mut().flatten() {
+                c.ssbit = false;
+            }
+            self.n_ssbits = 0;
+            self.event = None;
+            self.reductions += 1;
+            let c = self.c(slot);
+            let ssthresh = ssthresh_share(c.p, self.sum_ssthresh, self.sum_p.value());
+            self.c_mut(slot).ssthresh = ssthresh;
+            return;
+        }
+        // Item 3: its loss window now, its share as ssthresh, slow start on its own ACK clock.
+        let target = self.share_of(slot).max(MIN_SSTHRESH_PKTS);
+        self.c_mut(slot).ssthresh = target;
+        if self.coco == Some(slot) {
+            // Line 39: ACKs still arrive on connections without a timeout mark.
+            let seq = self.c(slot).seq;
+            let next = self
+                .first_from(seq, |c| !c.ssbit && c.state != TcpState::SlowStart)
+                .or_else(|| self.first_from(seq, |c| !c.ssbit));
+            if let Some(next) = next {
+                self.make_coco(next);
+            }
+        }
+    }
+
+    /// Lines 16-41 for the CoCo's report in CA or SS (no timeout, not leaving FR): its increase or
+    /// decrease changes the aggregate.
+    fn coco_report(&mut self, slot: usize, u: &TcpUpdate) {
         let stored = self.c(slot).cwnd;
-        if stored > 0.0 {
-            self.sum_cwnd *= u.cwnd_pkts / stored;
+        if u.cwnd_pkts < stored {
+            // Line 20, for a decrease outside a loss event (e.g. an idle restart).
+            if stored > 0.0 {
+                self.sum_cwnd *= u.cwnd_pkts / stored;
+            }
+            return;
         }
-        self.sum_ssthresh = before / 2.0;
-        for c in self.slots.iter_mut().flatten() {
-            c.ssbit = false;
+        match u.state {
+            TcpState::CongestionAvoidance => {
+                // Line 18, unless the increase only brings the CoCo back towards its share (item 4)
+                // or clocks a joiner (item 8).
+                if !self.behind(slot) && self.handovers.is_empty() {
+                    self.sum_cwnd += u.cwnd_pkts - stored;
+                }
+            }
+            TcpState::SlowStart => {
+                if let Some(seq) = self.not_ss.first() {
+                    // Line 39: a connection that is not in SS dictates the aggregate.
+                    let next = self.order[seq];
+                    self.make_coco(next);
+                } else if self.c(slot).ssbit {
+                    let seq = self.c(slot).seq;
+                    if let Some(next) = self.first_from(seq, |c| !c.ssbit) {
+                        self.make_coco(next);
+                    }
+                } else {
+                    self.slow_start_increase(slot, u);
+                }
+            }
+            TcpState::FastRecovery => {}
         }
-        self.n_ssbits = 0;
-        let p = self.c(slot).p;
-        let cwnd = window_share(p, self.sum_cwnd, self.sum_p.value());
-        let ssthresh = ssthresh_share(p, self.sum_ssthresh, self.sum_p.value());
+    }
+
+    /// Module docs item 5: while the aggregate slow-starts, every connection's increase grows it.
+    fn slow_start_increase(&mut self, slot: usize, u: &TcpUpdate) {
+        let c = self.c(slot);
+        let slow_start = u.state == TcpState::SlowStart
+            && self.not_ss.is_empty()
+            && self.n_ssbits == 0
+            && self.handovers.is_empty()
+            && (self.sum_ssthresh <= 0.0 || self.sum_cwnd < self.sum_ssthresh);
+        if slow_start && u.cwnd_pkts > c.cwnd && 2.0 * c.cwnd > self.share_of(slot) {
+            self.sum_cwnd += u.cwnd_pkts - c.cwnd;
+        }
+    }
+
+    /// The answer outside FR: the connection's share, bounded so it allows no burst (item 4). A
+    /// connection in handover keeps the segments released to it.
+    fn assign(&mut self, slot: usize, u: &TcpUpdate) {
+        let normal = self.ssthresh_for(self.c(slot).p, u.ssthresh_pkts);
+        let allowed = allowance(u, self.max_burst_pkts);
+        let c = self.c_mut(slot);
+        if c.handover.is_some() {
+            // The segments released so far, or less if its own window has shrunk.
+            c.cwnd = c.cwnd.min(allowed);
+            c.ssthresh = normal;
+            return;
+        }
+        let (cwnd, ssthresh, behind) = bounded(self.share_of(slot), normal, allowed);
         let c = self.c_mut(slot);
         c.cwnd = cwnd;
         c.ssthresh = ssthresh;
+        if !behind {
+            self.set_ssbit(slot, false);
+        }
     }
 
     fn response(&self, slot: usize) -> Response {
@@ -290,6 +440,7 @@ impl TcpCcc {
                 .handover
                 .as_ref()
                 .map(|h| (h.released, h.target.min(self.share_of(slot)))),
+            timed_out: c.ssbit,
         }
     }
 
@@ -311,7 +462,7 @@ impl TcpCoupler for TcpCcc {
         }
     }
 
-    /// Algorithm 5.
+    /// Algorithm 5, with the joiner's share bounded by what it may send at once (item 4).
     fn register(
         &mut self,
         conn: FlowId,
@@ -337,31 +488,31 @@ impl TcpCoupler for TcpCcc {
         self.next_seq += 1;
         self.sum_p.add(priority);
         self.sum_cwnd += cwnd_pkts;
-        let cwnd = share(priority, self.sum_cwnd, self.sum_p.value());
-        let ssthresh = self.ssthresh_for(priority, ssthresh_pkts);
+        let target = share(priority, self.sum_cwnd, self.sum_p.value());
+        let normal = self.ssthresh_for(priority, ssthresh_pkts);
         let handover = (self.handover_enabled && !first).then_some(Handover {
-            target: cwnd,
+            target,
             released: 0,
             acks: 0,
         });
         // A joiner in handover has been told 0 segments so far.
-        let told = if handover.is_some() {
-            0.0
-        } else {
-            cwnd.max(super::MIN_CWND_PKTS)
-        };
-        if handover.is_some() {
+        let (cwnd, ssthresh) = if handover.is_some() {
             self.handovers.insert(seq);
-        }
+            (0.0, normal)
+        } else {
+            let told = TcpUpdate::new(cwnd_pkts, ssthresh_pkts, TcpState::SlowStart);
+            let (cwnd, ssthresh, _) =
+                bounded(target, normal, allowance(&told, self.max_burst_pkts));
+            (cwnd, ssthresh)
+        };
         let c = Conn {
             id: conn,
             seq,
             p: priority,
-            cwnd: told,
+            cwnd,
             ssthresh,
             state: TcpState::SlowStart,
             ssbit: false,
-            fr_shadow: false,
             handover,
         };
         let slot = match self.free.pop() {
@@ -383,103 +534,93 @@ impl TcpCoupler for TcpCcc {
         Ok(self.response(slot))
     }
 
-    /// Algorithm 7.
+    /// Algorithm 7 with the deviations of the module docs.
     fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
         let slot = self.slot(conn)?;
         u.check()?;
-        let state = u.state;
         // Line 3.
-        let old = self.set_state(slot, state);
-        // Module docs item 7: leaving an FR that was part of another connection's loss event.
-        let shadow_exit = old == TcpState::FastRecovery
-            && state != TcpState::FastRecovery
-            && self.c(slot).fr_shadow;
-        if state != TcpState::FastRecovery {
-            self.c_mut(slot).fr_shadow = false;
+        let old = self.set_state(slot, u.state);
+        if u.timeout {
+            self.on_timeout(slot, old, &u);
+            self.after_op();
+            return Ok(Some(self.response(slot)));
         }
-        // Lines 4-11.
-        if self.coco != Some(slot) {
-            if state == TcpState::FastRecovery && old != TcpState::FastRecovery && self.n_fr == 1 {
-                // Module docs item 1: no other connection is handling a loss event. Only on entering
-                // FR: a connection whose FR overlapped the CoCo's belongs to the same loss event.
-                self.make_coco(slot);
-            } else if state == TcpState::FastRecovery && old != TcpState::FastRecovery {
-                self.c_mut(slot).fr_shadow = true;
-            } else if state != TcpState::FastRecovery {
-                let p = self.c(slot).p;
-                let cwnd = window_share(p, self.sum_cwnd, self.sum_p.value());
-                let ssthresh = self.ssthresh_for(p, u.ssthresh_pkts);
-                let c = self.c_mut(slot);
-                if c.handover.is_none() {
-                    c.cwnd = cwnd;
+        if u.state == TcpState::FastRecovery {
+            // Lines 5-6 with item 1: the first FR of a loss event reduces the aggregate now; an FR
+            // during the event belongs to it. No answer in FR (line 43).
+            if old != TcpState::FastRecovery {
+                // A joiner with a loss of its own has its own loss reaction: no more handover.
+                self.end_handover(slot);
+                if self.event.is_none() {
+                    self.begin_loss_event(slot, &u);
+                    self.make_coco(slot);
                 }
-                c.ssthresh = ssthresh;
             }
+            self.after_op();
+            return Ok(None);
+        }
+        let leaving_fr = old == TcpState::FastRecovery;
+        if leaving_fr && self.event == Some(slot) {
+            // The event's one reduction was made when it began (item 1).
+            self.event = None;
         }
         // Lines 12-14.
-        if self.c(slot).ssbit && state != TcpState::SlowStart {
+        if self.c(slot).ssbit && u.state != TcpState::SlowStart {
             self.set_ssbit(slot, false);
         }
-        // Lines 15-42.
         if self.coco == Some(slot) {
-            match state {
-                TcpState::CongestionAvoidance => self.coco_adjust(slot, &u, 1.0, !shadow_exit),
-                TcpState::FastRecovery => self.sum_ssthresh = self.sum_cwnd / 2.0,
-                TcpState::SlowStart => {
-                    if u.timeout {
-                        self.set_ssbit(slot, true);
-                    }
-                    if self.n_ssbits == self.index.len() {
-                        self.aggregate_timeout(slot, &u);
-                    } else if let Some(seq) = self.not_ss.first() {
-                        // Line 39: ACKs still arrive on a connection that is not in SS.
-                        self.make_coco(self.order[seq]);
-                    } else if !self.c(slot).ssbit {
-                        // Module docs item 2: all in SS, the aggregate slow-starts.
-                        let scale = self.sum_p.value() / self.c(slot).p;
-                        self.coco_adjust(slot, &u, scale, true);
-                    } else if let Some(&other) = self.order.values().find(|s| !self.c(**s).ssbit) {
-                        self.make_coco(other);
-                    }
-                }
+            if !leaving_fr {
+                self.coco_report(slot, &u);
             }
+        } else {
+            self.slow_start_increase(slot, &u);
         }
-        // Lines 43-45.
-        let resp = (state != TcpState::FastRecovery).then(|| self.response(slot));
+        // Lines 8-9 and 22-26.
+        self.assign(slot, &u);
         self.after_op();
-        Ok(resp)
+        Ok(Some(self.response(slot)))
     }
 
     /// Algorithm 6.
     fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
         let slot = self.slot(conn)?;
         if self.index.len() == 1 {
-            *self = TcpCcc::new(self.handover_enabled);
+            *self = TcpCcc {
+                max_burst_pkts: self.max_burst_pkts,
+                reductions: self.reductions,
+                ..TcpCcc::new(self.handover_enabled)
+            };
             return Ok(());
         }
+        let seq = self.c(slot).seq;
+        let was_coco = self.coco == Some(slot);
+        let owned_event = self.event == Some(slot);
         self.set_state(slot, TcpState::SlowStart);
         self.set_ssbit(slot, false);
         self.end_handover(slot);
+        // The next connection in registration order: for the CoCo, one not in FR and without a
+        // timeout mark if any (item 7); for the loss event, one still in FR (item 2).
+        let next_coco = was_coco.then(|| {
+            self.first_from(seq, |c| {
+                c.seq != seq && c.state != TcpState::FastRecovery && !c.ssbit
+            })
+            .or_else(|| self.first_from(seq, |c| c.seq != seq && c.state != TcpState::FastRecovery))
+            .or_else(|| self.first_from(seq, |c| c.seq != seq))
+            .expect("another connection remains")
+        });
+        let next_event = if owned_event {
+            self.first_from(seq, |c| c.seq != seq && c.state == TcpState::FastRecovery)
+        } else {
+            self.event
+        };
         let c = self.slots[slot].take().expect("live slot");
         self.free.push(slot);
         self.index.remove(&conn);
         self.order.remove(&c.seq);
         self.sum_p.sub(c.p);
-        if self.coco == Some(slot) {
-            // The next connection in registration order, preferring one not in FR (a connection in
-            // FR belongs to a loss event already being handled; module docs item 7).
-            let after: Vec<usize> = self
-                .order
-                .range(c.seq + 1..)
-                .chain(self.order.range(..c.seq))
-                .map(|(_, s)| *s)
-                .collect();
-            let next = after
-                .iter()
-                .copied()
-                .find(|s| self.c(*s).state != TcpState::FastRecovery)
-                .or(after.first().copied());
-            self.make_coco(next.expect("another connection remains"));
+        self.event = next_event;
+        if let Some(next) = next_coco {
+            self.make_coco(next);
         }
         // Without a connection outside handover, nothing clocks the joiners any more.
         if self.handovers.len() == self.index.len() {
@@ -489,6 +630,11 @@ impl TcpCoupler for TcpCcc {
             }
         }
         self.after_op();
+        Ok(())
+    }
+
+    fn set_max_burst_pkts(&mut self, pkts: f64) -> Result<(), Error> {
+        self.max_burst_pkts = check_max_burst(pkts)?;
         Ok(())
     }
 
@@ -519,20 +665,21 @@ impl TcpCoupler for TcpCcc {
             let target = h.target.min(full);
             let mut release = false;
             if (h.released as f64) < target {
-                // Lines 5-9.
+                // Lines 5-9: one more segment for the joiner (on top of what it has: never a burst).
                 if h.acks % n == 0 {
                     h.released += 1;
+                    c.cwnd += 1.0;
                     release = true;
                 }
                 h.acks += 1;
             }
             let done = h.released as f64 >= target;
             if release || done {
-                c.cwnd = if done {
-                    full.max(super::MIN_CWND_PKTS)
-                } else {
-                    h.released as f64
-                };
+                if done {
+                    // What it has, or its share if that has shrunk below; if its window lags the
+                    // segments released, it slow-starts the rest of the way.
+                    c.cwnd = full.min(c.cwnd).max(MIN_CWND_PKTS);
+                }
                 released.push(Release {
                     conn: c.id,
                     cwnd_pkts: c.cwnd,
@@ -572,18 +719,28 @@ mod tests {
     fn ca(cwnd: f64, ssthresh: f64) -> TcpUpdate {
         TcpUpdate::new(cwnd, ssthresh, CongestionAvoidance)
     }
+    fn ss(cwnd: f64, ssthresh: f64) -> TcpUpdate {
+        TcpUpdate::new(cwnd, ssthresh, SlowStart)
+    }
+    fn fr(cwnd: f64, ssthresh: f64) -> TcpUpdate {
+        TcpUpdate::new(cwnd, ssthresh, FastRecovery)
+    }
+    fn told(g: &TcpCcc, conn: u64) -> f64 {
+        g.conn(FlowId(conn)).unwrap().cwnd_pkts
+    }
 
+    /// Two connections in CA at their shares: sum_cwnd 30, 15 segments each (for equal priorities).
     fn two_in_ca(p1: f64, p2: f64) -> TcpCcc {
         let mut g = TcpCcc::new(false);
         g.register(FlowId(1), p1, 10.0, 1e9).unwrap();
         g.register(FlowId(2), p2, 10.0, 1e9).unwrap();
         g.update(FlowId(1), ca(20.0, 10.0)).unwrap();
-        g.update(FlowId(2), ca(10.0, 10.0)).unwrap();
+        g.update(FlowId(2), ca(20.0, 10.0)).unwrap();
         g
     }
 
     #[test]
-    fn register_gives_a_priority_weighted_share() {
+    fn register_gives_a_priority_weighted_share_but_no_burst() {
         let mut g = TcpCcc::new(false);
         let r = g.register(FlowId(1), 1.0, 10.0, 100.0).unwrap();
         assert_eq!(
@@ -597,13 +754,34 @@ mod tests {
         assert_eq!(r.cwnd_pkts, 10.0, "sum_cwnd = 20 split in two");
         assert_eq!(g.sum_cwnd(), 20.0);
         assert_eq!(g.coco(), Some(FlowId(1)));
+        // Algorithm 5 would tell a joiner of a 100-segment aggregate 55 segments: one burst. It is
+        // told its own initial window and slow-starts to its share (module docs item 4).
+        let mut g = TcpCcc::new(false);
+        g.register(FlowId(1), 1.0, 100.0, 1e9).unwrap();
+        g.update(FlowId(1), ca(100.0, 50.0)).unwrap();
+        let r = g.register(FlowId(2), 1.0, 10.0, 1e9).unwrap();
+        assert_eq!(g.sum_cwnd(), 110.0);
+        assert_eq!(r.cwnd_pkts, 10.0);
+        assert_eq!(
+            r.ssthresh_pkts, 1e9,
+            "its own ssthresh until the aggregate has one"
+        );
+        // With a burst limit of 8 segments and nothing in flight, up to 10 (its own window).
+        let mut g = TcpCcc::new(false);
+        g.set_max_burst_pkts(30.0).unwrap();
+        g.register(FlowId(1), 1.0, 100.0, 1e9).unwrap();
+        assert_eq!(
+            g.register(FlowId(2), 1.0, 10.0, 1e9).unwrap().cwnd_pkts,
+            30.0
+        );
     }
 
     #[test]
     fn coco_increase_grows_the_aggregate_and_others_take_their_share() {
         let mut g = two_in_ca(1.0, 1.0);
-        // sum_cwnd was 20, CoCo's stored cwnd 10; CoCo reports 20 -> +10.
+        // The CoCo's +10 (from 10 to 20) grew the aggregate from 20 to 30.
         assert_eq!(g.sum_cwnd(), 30.0);
+        assert_eq!((told(&g, 1), told(&g, 2)), (15.0, 15.0));
         let r = g.update(FlowId(2), ca(40.0, 10.0)).unwrap().unwrap();
         assert_eq!(
             r.cwnd_pkts, 15.0,
@@ -613,43 +791,49 @@ mod tests {
     }
 
     #[test]
+    fn the_aggregate_is_reduced_when_the_loss_event_begins() {
+        let mut g = two_in_ca(1.0, 1.0);
+        // Connection 2 (not the CoCo) enters FR: the event begins, it becomes the CoCo and the
+        // aggregate is halved at once (its own ssthresh / its window = 7.5 / 15).
+        assert_eq!(g.update(FlowId(2), fr(15.0, 7.5)).unwrap(), None);
+        assert_eq!(g.coco(), Some(FlowId(2)));
+        assert_eq!(g.loss_event(), Some(FlowId(2)));
+        assert_eq!((g.sum_cwnd(), g.sum_ssthresh()), (15.0, 15.0));
+        // Connection 1's next ACK already gets the reduced share: its retransmissions and new
+        // segments no longer overfill the queue while connection 2 recovers (issue 11, point 1).
+        let r = g
+            .update(FlowId(1), ca(15.0 + 1.0 / 15.0, 10.0))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.cwnd_pkts, 7.5);
+        assert_eq!(r.ssthresh_pkts, 7.5);
+    }
+
+    #[test]
     fn one_reduction_per_loss_event() {
         let mut g = two_in_ca(1.0, 1.0);
         let before = g.sum_cwnd();
-        // Connection 2 (not the CoCo) enters FR while all others are in CA: it becomes the CoCo.
-        assert_eq!(
-            g.update(FlowId(2), TcpUpdate::new(15.0, 7.5, FastRecovery))
-                .unwrap(),
-            None
-        );
+        g.update(FlowId(2), fr(15.0, 7.5)).unwrap();
+        // Connection 1 also enters FR within the same event: no second CoCo, no second reduction.
+        assert_eq!(g.update(FlowId(1), fr(15.0, 7.5)).unwrap(), None);
         assert_eq!(g.coco(), Some(FlowId(2)));
-        // Connection 1 also enters FR within the same event: no second CoCo, no reduction yet.
-        assert_eq!(
-            g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery))
-                .unwrap(),
-            None
-        );
-        assert_eq!(g.coco(), Some(FlowId(2)));
-        assert_eq!(g.sum_cwnd(), before);
-        // Connection 2 leaves FR with cwnd = ssthresh = half its window: the aggregate halves.
+        assert_eq!(g.sum_cwnd(), before / 2.0);
+        // Connection 2 leaves FR with cwnd = ssthresh: nothing more is reduced.
         let r = g.update(FlowId(2), ca(7.5, 7.5)).unwrap().unwrap();
         assert_eq!(g.sum_cwnd(), before / 2.0);
         assert_eq!(r.cwnd_pkts, 7.5);
+        assert_eq!(g.loss_event(), None);
         // Connection 1 is still in FR (same event) and reports again: it must not become the CoCo.
-        assert_eq!(
-            g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery))
-                .unwrap(),
-            None
-        );
+        assert_eq!(g.update(FlowId(1), fr(15.0, 7.5)).unwrap(), None);
         assert_eq!(g.coco(), Some(FlowId(2)));
-        // Connection 1 leaves FR: it gets its share, no second reduction.
         let r = g.update(FlowId(1), ca(7.5, 7.5)).unwrap().unwrap();
         assert_eq!(g.sum_cwnd(), before / 2.0);
         assert_eq!(r.cwnd_pkts, 7.5);
         assert_eq!(
             r.ssthresh_pkts, 7.5,
-            "sum_ssthresh = sum_cwnd / 2 taken in FR, shared"
+            "sum_ssthresh taken at the event's start, shared"
         );
+        assert_eq!(g.reductions(), 1);
     }
 
     #[test]
@@ -657,51 +841,124 @@ mod tests {
         let mut g = two_in_ca(1.0, 1.0);
         g.register(FlowId(3), 1.0, 10.0, 1e9).unwrap(); // joins in SS
         let before = g.sum_cwnd();
-        g.update(FlowId(2), TcpUpdate::new(13.0, 6.5, FastRecovery))
-            .unwrap();
-        assert_eq!(g.coco(), Some(FlowId(2)), "module docs item 1");
-        // Connection 2 was last told 15 and halves that on leaving FR.
-        g.update(FlowId(2), ca(7.5, 6.5)).unwrap();
+        g.update(FlowId(2), fr(15.0, 7.5)).unwrap();
+        assert_eq!(g.coco(), Some(FlowId(2)), "module docs item 2");
+        assert!((g.sum_cwnd() - before / 2.0).abs() < 1e-9);
+        g.update(FlowId(2), ca(7.5, 7.5)).unwrap();
         assert!((g.sum_cwnd() - before / 2.0).abs() < 1e-9);
     }
 
+    /// Issue 11, points 2-3: the CoCo's FR ends in a timeout. The reduction was made when the event
+    /// began and is not repeated; the timed-out connection is told its loss window and its share as
+    /// ssthresh (not the share as cwnd: that was the 108-segment burst), slow-starts back on its own
+    /// ACKs without growing the aggregate, and keeps its timeout mark until it is back.
     #[test]
-    fn timeout_on_one_connection_does_not_slow_start_the_aggregate() {
+    fn a_timeout_in_fr_gets_the_loss_window_and_slow_starts_to_its_share() {
         let mut g = two_in_ca(1.0, 1.0);
-        let before = g.sum_cwnd();
+        g.update(FlowId(1), fr(15.0, 7.5)).unwrap();
+        assert_eq!(g.sum_cwnd(), 15.0);
         let r = g
             .update(FlowId(1), TcpUpdate::timeout(1.0, 7.5))
             .unwrap()
             .unwrap();
+        assert_eq!(r.cwnd_pkts, 1.0, "its loss window, not its share");
+        assert_eq!(r.ssthresh_pkts, 7.5, "its share as ssthresh");
+        assert_eq!(g.sum_cwnd(), 15.0, "no second reduction");
+        assert_eq!(g.reductions(), 1);
         assert_eq!(
             g.coco(),
             Some(FlowId(2)),
-            "the CoCo passes to a connection still in CA"
+            "ACKs still arrive on connection 2"
         );
-        assert_eq!(g.sum_cwnd(), before);
         assert_eq!(
-            r.cwnd_pkts, 15.0,
-            "the timed-out connection keeps its share"
+            g.loss_event(),
+            Some(FlowId(1)),
+            "the event lasts until it is back"
         );
+        // Connection 2 takes its reduced share and grows the aggregate in CA.
+        g.update(FlowId(2), ca(15.0, 10.0)).unwrap();
+        assert_eq!(told(&g, 2), 7.5);
+        g.update(FlowId(2), ca(8.5, 7.5)).unwrap();
+        assert_eq!(g.sum_cwnd(), 16.0);
+        // Connection 1 slow-starts on its own ACK clock: told its own window each time.
+        let mut w = 1.0;
+        while w < 8.0 {
+            w *= 2.0;
+            let r = g.update(FlowId(1), ss(w, 8.0)).unwrap().unwrap();
+            assert!(r.cwnd_pkts <= w, "never more than its own window");
+        }
+        assert_eq!(told(&g, 1), 8.0, "back at its share of 16");
+        assert_eq!(
+            g.sum_cwnd(),
+            16.0,
+            "its catch-up did not grow the aggregate"
+        );
+        assert_eq!(g.loss_event(), None);
+        assert_eq!(g.reductions(), 1);
     }
 
     #[test]
-    fn all_connections_timing_out_slow_starts_the_aggregate_once() {
+    fn a_timeout_from_ca_is_one_loss_event_and_repeated_timeouts_add_none() {
         let mut g = two_in_ca(1.0, 1.0);
-        g.update(FlowId(1), TcpUpdate::timeout(1.0, 7.5)).unwrap();
-        let before = g.sum_cwnd();
         let r = g
             .update(FlowId(2), TcpUpdate::timeout(1.0, 7.5))
             .unwrap()
             .unwrap();
+        assert_eq!(g.sum_cwnd(), 15.0, "halved once (7.5 / 15)");
+        assert_eq!((r.cwnd_pkts, r.ssthresh_pkts), (1.0, 7.5));
         assert_eq!(
-            g.sum_cwnd(),
-            before / 15.0,
-            "scaled by cwnd / ccc_cwnd = 1 / 15"
+            g.coco(),
+            Some(FlowId(1)),
+            "the CoCo was not the one that timed out"
         );
-        assert_eq!(g.sum_ssthresh(), before / 2.0, "module docs item 3");
+        // Its retransmission times out again (backoff): the same recovery, nothing more.
+        g.update(FlowId(2), TcpUpdate::timeout(1.0, 2.0)).unwrap();
+        g.update(FlowId(2), TcpUpdate::timeout(1.0, 2.0)).unwrap();
+        assert_eq!(g.sum_cwnd(), 15.0);
+        assert_eq!(g.reductions(), 1);
+        // A connection in FR of the event times out: still the same event.
+        g.update(FlowId(1), fr(7.5, 3.75)).unwrap();
+        g.update(FlowId(1), TcpUpdate::timeout(1.0, 3.75)).unwrap();
+        assert_eq!(
+            g.reductions(),
+            2,
+            "every connection has timed out: the restart"
+        );
+    }
+
+    #[test]
+    fn a_timeout_of_a_shadow_fr_starts_no_new_event() {
+        let mut g = two_in_ca(1.0, 1.0);
+        g.update(FlowId(1), fr(15.0, 7.5)).unwrap();
+        g.update(FlowId(2), fr(15.0, 7.5)).unwrap(); // same event
+        g.update(FlowId(1), ca(7.5, 7.5)).unwrap(); // the event ends
+        assert_eq!(g.loss_event(), None);
+        // Connection 2's FR began inside the event; its timeout belongs to it too.
+        g.update(FlowId(2), TcpUpdate::timeout(1.0, 7.5)).unwrap();
+        assert_eq!(g.sum_cwnd(), 15.0);
+        assert_eq!(g.reductions(), 1);
+    }
+
+    #[test]
+    fn all_connections_timing_out_restarts_the_aggregate_from_its_windows() {
+        let mut g = two_in_ca(1.0, 1.0);
+        g.update(FlowId(1), TcpUpdate::timeout(1.0, 7.5)).unwrap();
+        assert_eq!(g.sum_cwnd(), 15.0);
+        // Connection 1 has not recovered yet: its mark lasts (lines 12-13 no longer clear it at
+        // once), so when connection 2 times out too, lines 33-37 fire.
+        g.update(FlowId(1), ss(2.0, 7.5)).unwrap();
+        let r = g
+            .update(FlowId(2), TcpUpdate::timeout(1.0, 3.75))
+            .unwrap()
+            .unwrap();
+        assert_eq!(g.sum_cwnd(), 3.0, "the windows they have: 2 + 1");
+        assert_eq!(g.sum_ssthresh(), 15.0, "the event's sum_ssthresh");
         assert_eq!(r.cwnd_pkts, 1.0);
         assert_eq!(r.ssthresh_pkts, 7.5);
+        assert_eq!(g.reductions(), 2);
+        // Now every connection is in SS without a mark: the aggregate slow-starts.
+        g.update(FlowId(2), ss(2.0, 7.5)).unwrap();
+        assert_eq!(g.sum_cwnd(), 4.0);
     }
 
     #[test]
@@ -709,33 +966,75 @@ mod tests {
         let mut g = TcpCcc::new(false);
         g.register(FlowId(1), 1.0, 2.0, 1e9).unwrap();
         g.register(FlowId(2), 1.0, 2.0, 1e9).unwrap();
-        // CoCo's share is 2; it doubles to 4 in one RTT: the aggregate doubles from 4 to 8.
-        let r = g
-            .update(FlowId(1), TcpUpdate::new(4.0, 1e9, SlowStart))
-            .unwrap()
-            .unwrap();
+        // One RTT: each connection's two ACKs add two segments; the aggregate doubles, 4 to 8.
+        g.update(FlowId(1), ss(4.0, 1e9)).unwrap();
+        g.update(FlowId(2), ss(4.0, 1e9)).unwrap();
         assert_eq!(g.sum_cwnd(), 8.0);
+        assert_eq!(told(&g, 2), 4.0);
+        let r = g.update(FlowId(1), ss(4.0, 1e9)).unwrap().unwrap();
         assert_eq!(r.cwnd_pkts, 4.0);
     }
 
     #[test]
     fn priorities_split_three_to_one() {
-        let mut g = two_in_ca(0.75, 0.25);
-        let r1 = g
-            .update(
-                FlowId(1),
-                ca(g.conn(FlowId(1)).unwrap().cwnd_pkts + 1.0, 10.0),
-            )
-            .unwrap()
-            .unwrap();
-        let r2 = g.update(FlowId(2), ca(5.0, 10.0)).unwrap().unwrap();
+        let mut g = TcpCcc::new(false);
+        g.register(FlowId(1), 0.75, 10.0, 1e9).unwrap();
+        g.register(FlowId(2), 0.25, 10.0, 1e9).unwrap();
+        g.update(FlowId(1), ca(15.0, 10.0)).unwrap();
+        g.update(FlowId(2), ca(6.0, 10.0)).unwrap();
+        assert_eq!((told(&g, 1), told(&g, 2)), (15.0, 5.0));
+        let r1 = g.update(FlowId(1), ca(16.0, 10.0)).unwrap().unwrap();
+        let r2 = g.update(FlowId(2), ca(6.0, 10.0)).unwrap().unwrap();
+        assert_eq!(g.sum_cwnd(), 21.0);
         assert!((r1.cwnd_pkts / r2.cwnd_pkts - 3.0).abs() < 1e-12);
     }
 
+    /// Issue 11: `register(1, 5e-324, 23, 1)`, `register(2, 1.0, 70, 2)`, `update(1, 99, 91, SS)`
+    /// returned cwnd = inf (the old slow-start scale sum_P / P), and priority 1e-6 drove sum_cwnd to
+    /// 7.6e7. Every accepted priority now gives finite shares no larger than the aggregate.
     #[test]
-    fn leave_passes_the_coco_and_keeps_the_aggregate() {
+    fn priorities_over_many_decades_stay_finite() {
+        let mut g = TcpCcc::new(false);
+        g.register(FlowId(1), 5e-324, 23.0, 1.0).unwrap();
+        g.register(FlowId(2), 1.0, 70.0, 2.0).unwrap();
+        let r = g.update(FlowId(1), ss(99.0, 91.0)).unwrap().unwrap();
+        assert!(r.cwnd_pkts.is_finite() && r.cwnd_pkts <= 99.0, "{r:?}");
+        assert!(g.sum_cwnd().is_finite() && g.sum_cwnd() <= 93.0 + 76.0);
+        for p in [1e-6, 5e-324, 1e12] {
+            let mut g = TcpCcc::new(false);
+            g.register(FlowId(1), p, 10.0, 1e9).unwrap();
+            g.register(FlowId(2), 1.0, 10.0, 1e9).unwrap();
+            let mut w = [10.0, 10.0];
+            for _ in 0..20 {
+                for (i, w) in w.iter_mut().enumerate() {
+                    *w = g
+                        .update(FlowId(i as u64 + 1), ss(*w * 2.0, 1e9))
+                        .unwrap()
+                        .unwrap()
+                        .cwnd_pkts;
+                }
+            }
+            // 20 doublings of 20 segments, as one flow would slow-start.
+            assert!(
+                g.sum_cwnd() <= 20.0 * 2f64.powi(20) + 1e-6,
+                "{p}: {}",
+                g.sum_cwnd()
+            );
+            assert!(w.iter().all(|x| x.is_finite()), "{p}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn leave_passes_the_coco_and_keeps_the_aggregate_for_the_others_to_slow_start_into() {
         let mut g = two_in_ca(1.0, 1.0);
+        g.update(FlowId(1), fr(15.0, 7.5)).unwrap();
+        g.update(FlowId(1), ca(7.5, 7.5)).unwrap();
+        g.update(FlowId(2), ca(16.0, 7.5)).unwrap();
+        g.update(FlowId(1), ca(8.0, 7.5)).unwrap();
+        g.update(FlowId(1), ca(8.5, 7.5)).unwrap();
+        g.update(FlowId(2), ca(20.0, 7.5)).unwrap();
         let sum = g.sum_cwnd();
+        assert_eq!((told(&g, 1), told(&g, 2)), (sum / 2.0, sum / 2.0));
         g.leave(FlowId(1)).unwrap();
         assert_eq!(g.coco(), Some(FlowId(2)));
         assert_eq!(g.sum_cwnd(), sum);
@@ -744,6 +1043,17 @@ mod tests {
             g.update(FlowId(1), ca(1.0, 1.0)),
             Err(Error::UnknownFlow(_))
         ));
+        // Connection 2 is told its own window and an ssthresh of the whole aggregate.
+        let r = g.update(FlowId(2), ca(sum / 2.0, 7.5)).unwrap().unwrap();
+        assert_eq!((r.cwnd_pkts, r.ssthresh_pkts), (sum / 2.0, sum));
+        // It slow-starts, an ACK at a time, to the whole aggregate.
+        let mut w = r.cwnd_pkts;
+        while w < sum {
+            let r = g.update(FlowId(2), ss(w + 1.0, sum)).unwrap().unwrap();
+            assert_eq!(r.cwnd_pkts, (w + 1.0).min(sum));
+            w = r.cwnd_pkts;
+        }
+        assert_eq!(g.sum_cwnd(), sum, "catching up did not grow the aggregate");
         g.leave(FlowId(2)).unwrap();
         assert!(g.is_empty());
         assert_eq!(g.sum_cwnd(), 0.0);
@@ -843,26 +1153,23 @@ mod tests {
         assert_eq!(g.handovers_running(), 1);
         g.leave(FlowId(1)).unwrap();
         assert_eq!(g.handovers_running(), 0);
-        // Connection 2 was told 0 segments and reports that; it is now the CoCo and gets the share.
-        let r = g
-            .update(FlowId(2), TcpUpdate::new(0.0, 1e9, SlowStart))
-            .unwrap()
-            .unwrap();
-        assert_eq!(r.cwnd_pkts, 40.0);
+        // Connection 2 was told 0 segments and reports that; it is now the CoCo and slow-starts
+        // from one segment to the whole aggregate.
+        let r = g.update(FlowId(2), ss(0.0, 1e9)).unwrap().unwrap();
+        assert_eq!(r.cwnd_pkts, 1.0);
+        assert!(r.ssthresh_pkts >= 40.0);
     }
 
     #[test]
     fn a_coco_leaving_mid_event_does_not_cause_a_second_reduction() {
         let mut g = two_in_ca(1.0, 1.0);
         let before = g.sum_cwnd();
-        g.update(FlowId(1), TcpUpdate::new(15.0, 7.5, FastRecovery))
-            .unwrap(); // CoCo enters FR
-        g.update(FlowId(2), TcpUpdate::new(15.0, 7.5, FastRecovery))
-            .unwrap(); // same event
-        g.update(FlowId(1), ca(7.5, 7.5)).unwrap(); // the one reduction
+        g.update(FlowId(1), fr(15.0, 7.5)).unwrap(); // CoCo enters FR: the one reduction
+        g.update(FlowId(2), fr(15.0, 7.5)).unwrap(); // same event
         assert_eq!(g.sum_cwnd(), before / 2.0);
-        g.leave(FlowId(1)).unwrap(); // connection 2, still in FR, becomes the CoCo
+        g.leave(FlowId(1)).unwrap(); // during its FR: connection 2, still in FR, takes the event
         assert_eq!(g.coco(), Some(FlowId(2)));
+        assert_eq!(g.loss_event(), Some(FlowId(2)));
         let r = g.update(FlowId(2), ca(7.5, 7.5)).unwrap().unwrap();
         assert_eq!(
             g.sum_cwnd(),
@@ -870,10 +1177,11 @@ mod tests {
             "no second reduction for the same loss event"
         );
         assert_eq!(
-            r.cwnd_pkts,
-            before / 2.0,
-            "the remaining connection has the whole aggregate"
+            r.cwnd_pkts, 7.5,
+            "its own window; it slow-starts to the whole aggregate"
         );
+        assert_eq!(r.ssthresh_pkts, before / 2.0);
+        assert_eq!(g.reductions(), 1);
     }
 
     #[test]
@@ -881,12 +1189,22 @@ mod tests {
         let mut g = two_in_ca(1.0, 1.0);
         g.register(FlowId(3), 1.0, 10.0, 1e9).unwrap();
         g.update(FlowId(3), ca(10.0, 10.0)).unwrap();
-        g.update(FlowId(1), TcpUpdate::new(10.0, 5.0, FastRecovery))
-            .unwrap();
-        g.update(FlowId(2), TcpUpdate::new(10.0, 5.0, FastRecovery))
-            .unwrap();
+        g.update(FlowId(1), fr(10.0, 5.0)).unwrap();
+        g.update(FlowId(2), fr(10.0, 5.0)).unwrap();
         g.leave(FlowId(1)).unwrap();
         assert_eq!(g.coco(), Some(FlowId(3)), "connection 2 is in FR; 3 is not");
+        assert_eq!(
+            g.loss_event(),
+            Some(FlowId(2)),
+            "the event passes to one still in FR"
+        );
+        g.register(FlowId(4), 1.0, 10.0, 1e9).unwrap();
+        g.update(FlowId(4), fr(10.0, 5.0)).unwrap();
+        assert_eq!(
+            g.reductions(),
+            1,
+            "a joiner's FR during the event belongs to it"
+        );
     }
 
     #[test]
@@ -899,8 +1217,7 @@ mod tests {
             "0.6 segments rounds up to one, or the flow would stall"
         );
         g.update(FlowId(1), ca(29.4, 10.0)).unwrap();
-        g.update(FlowId(1), TcpUpdate::new(29.4, 14.7, FastRecovery))
-            .unwrap();
+        g.update(FlowId(1), fr(29.4, 14.7)).unwrap();
         g.update(FlowId(1), ca(14.7, 14.7)).unwrap();
         let r = g.update(FlowId(2), ca(1.0, 1.0)).unwrap().unwrap();
         assert_eq!(
@@ -908,6 +1225,11 @@ mod tests {
             "ssthresh share below 2 segments is raised to 2"
         );
         assert_eq!(r.cwnd_pkts, 1.0);
+        // A floored CoCo's loss still halves the aggregate: its own ssthresh (2, the floor) over
+        // its window (1) says nothing, so RFC 5681's 1/2 applies.
+        let before = g.sum_cwnd();
+        g.update(FlowId(2), fr(1.0, 2.0)).unwrap();
+        assert_eq!(g.sum_cwnd(), before / 2.0);
     }
 
     #[test]
@@ -920,6 +1242,12 @@ mod tests {
         assert!(g.update(FlowId(1), ca(-1.0, 1.0)).is_err());
         assert!(g.update(FlowId(1), ca(1.0, f64::INFINITY)).is_err());
         assert!(g
+            .update(FlowId(1), ca(1.0, 1.0).with_in_flight(f64::NAN))
+            .is_err());
+        assert!(g
+            .update(FlowId(1), ca(1.0, 1.0).with_in_flight(-1.0))
+            .is_err());
+        assert!(g
             .update(
                 FlowId(1),
                 TcpUpdate {
@@ -930,6 +1258,8 @@ mod tests {
             .is_err());
         assert!(g.update(FlowId(9), ca(1.0, 1.0)).is_err());
         assert!(g.set_priority(FlowId(1), -2.0).is_err());
+        assert!(g.set_max_burst_pkts(-2.0).is_err());
+        assert!(g.set_max_burst_pkts(f64::NAN).is_err());
         assert!(g.leave(FlowId(9)).is_err());
         assert!(g.on_ack(FlowId(9), &mut Vec::new()).is_err());
         assert_eq!(before, format!("{g:?}"));

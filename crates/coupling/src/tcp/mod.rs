@@ -13,6 +13,13 @@
 //! Windows are in packets (segments) as `f64`, as ns-2's TCP keeps them; a connection must use the
 //! window it was given exactly, because the coordinating connection's next report is compared with
 //! it to tell an increase from a decrease.
+//!
+//! **No coupler answer may cause a burst** (issue 11): a coupler never tells a connection a window
+//! larger than `max(its own cwnd, its packets in flight + max_burst_pkts)` (see [`allowance`]; by
+//! default `max_burst_pkts` is 0, so the connection can send no more at once than its own, uncoupled
+//! controller would). Where a connection's share is larger, it is told its own window and an
+//! ssthresh of at least the share, so its own controller slow-starts up to the share on its own ACK
+//! clock. A share is only ever taken away at once.
 
 mod baselines;
 mod ccc;
@@ -59,6 +66,9 @@ pub struct TcpUpdate {
     pub state: TcpState,
     /// The connection has just had a retransmission timeout (it reports SS with cwnd = loss window).
     pub timeout: bool,
+    /// Segments the connection has in flight (Linux `tcp_packets_in_flight`); bounds the burst an
+    /// answer may allow (see [`allowance`]). 0 when unknown, which is the most conservative.
+    pub in_flight_pkts: f64,
 }
 
 impl TcpUpdate {
@@ -68,6 +78,14 @@ impl TcpUpdate {
             ssthresh_pkts,
             state,
             timeout: false,
+            in_flight_pkts: 0.0,
+        }
+    }
+    /// The same report with the connection's segments in flight.
+    pub fn with_in_flight(self, in_flight_pkts: f64) -> Self {
+        TcpUpdate {
+            in_flight_pkts,
+            ..self
         }
     }
     /// A report right after a retransmission timeout.
@@ -77,12 +95,14 @@ impl TcpUpdate {
             ssthresh_pkts,
             state: TcpState::SlowStart,
             timeout: true,
+            in_flight_pkts: 0.0,
         }
     }
 
     pub(crate) fn check(&self) -> Result<(), Error> {
         check_window("cwnd_pkts", self.cwnd_pkts)?;
         check_window("ssthresh_pkts", self.ssthresh_pkts)?;
+        check_window("in_flight_pkts", self.in_flight_pkts)?;
         if self.timeout && self.state != TcpState::SlowStart {
             return Err(Error::InvalidValue {
                 field: "timeout",
@@ -127,6 +147,8 @@ pub struct ConnView {
     pub coordinating: bool,
     /// `(released, target)` segments while in ack-clocked handover.
     pub handover: Option<(u64, f64)>,
+    /// Timed out and not yet back at its share (ctrlTCP's ssbit); always false for the baselines.
+    pub timed_out: bool,
 }
 
 /// The interface every TCP coupler offers (seed 003 Fig. 9.1). Errors leave the state unchanged.
@@ -143,6 +165,9 @@ pub trait TcpCoupler: Debug + Send {
     /// UPDATE; `None` while the connection is in Fast Recovery.
     fn update(&mut self, conn: FlowId, update: TcpUpdate) -> Result<Option<Response>, Error>;
     fn leave(&mut self, conn: FlowId) -> Result<(), Error>;
+    /// Sets how many segments beyond its flight an answer may let a connection send at once, when
+    /// that is more than its own window allows (see [`allowance`]); 0 by default.
+    fn set_max_burst_pkts(&mut self, pkts: f64) -> Result<(), Error>;
     /// Changes a connection's priority; the new share applies from its next UPDATE.
     fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error>;
     /// A new acknowledgement arrived for `conn`. Couplers with ack-clocked handover append the
@@ -332,23 +357,55 @@ pub const MIN_CWND_PKTS: f64 = 1.0;
 /// The smallest ssthresh a coupler assigns (RFC 5681: 2 * SMSS).
 pub const MIN_SSTHRESH_PKTS: f64 = 2.0;
 
-/// A connection's share of the aggregate window, at least [`MIN_CWND_PKTS`].
-pub(crate) fn window_share(p: f64, sum: f64, sum_p: f64) -> f64 {
-    share(p, sum, sum_p).max(MIN_CWND_PKTS)
-}
-
 /// A connection's share of the aggregate ssthresh, at least [`MIN_SSTHRESH_PKTS`].
 pub(crate) fn ssthresh_share(p: f64, sum: f64, sum_p: f64) -> f64 {
     share(p, sum, sum_p).max(MIN_SSTHRESH_PKTS)
 }
 
-/// A priority-weighted share of a sum.
+/// A priority-weighted share of a sum, `P * sum / sum_P` computed as `(P / sum_P) * sum` with the
+/// fraction clamped to [0, 1], so priorities anywhere in the accepted range (down to the smallest
+/// subnormal, up to 1e12) neither overflow nor give a share above the sum (issue 11).
 pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
     if sum_p > 0.0 {
-        p * sum / sum_p
+        (p / sum_p).clamp(0.0, 1.0) * sum
     } else {
         0.0
     }
+}
+
+/// The largest window an answer to `u` may tell the connection: its own controller's window, or
+/// its packets in flight plus `max_burst_pkts` if that is more, and never less than
+/// [`MIN_CWND_PKTS`]. A window up to this lets the connection send no larger burst than its own
+/// (uncoupled) controller would at this moment, plus `max_burst_pkts`.
+pub fn allowance(u: &TcpUpdate, max_burst_pkts: f64) -> f64 {
+    u.cwnd_pkts
+        .max(u.in_flight_pkts + max_burst_pkts)
+        .max(MIN_CWND_PKTS)
+}
+
+/// Checks a burst limit: finite and >= 0 segments.
+pub(crate) fn check_max_burst(pkts: f64) -> Result<f64, Error> {
+    check_window("max_burst_pkts", pkts)
+}
+
+/// What a connection is told when its target window (its share) may be above what it may send at
+/// once: `(cwnd, ssthresh, behind)`. It is told at most `allowed`; if that is more than a segment
+/// below the target it is `behind` and told an ssthresh of at least the target, so its own
+/// controller slow-starts up to its share on its own ACK clock. (A lag of less than a segment is
+/// what the others' increases between two of its ACKs make; it is not worth a slow start.)
+pub(crate) fn bounded(target: f64, ssthresh: f64, allowed: f64) -> (f64, f64, bool) {
+    let target = target.max(MIN_CWND_PKTS);
+    let cwnd = target.min(allowed);
+    if is_behind(cwnd, target) {
+        (cwnd, ssthresh.max(target), true)
+    } else {
+        (cwnd, ssthresh, false)
+    }
+}
+
+/// A window more than one segment below its share.
+pub(crate) fn is_behind(cwnd: f64, share: f64) -> bool {
+    cwnd < share.max(MIN_CWND_PKTS) - MIN_CWND_PKTS
 }
 
 #[cfg(test)]
@@ -396,6 +453,8 @@ mod tests {
             CouplerKind::Efcm,
         ] {
             let mut c = kind.build();
+            // No burst bound here: the test is about rounding residue in the sums.
+            c.set_max_burst_pkts(1e6).unwrap();
             c.register(FlowId(1), 1e12, 10.0, 100.0).unwrap();
             c.register(FlowId(2), 1e-3, 10.0, 100.0).unwrap();
             c.register(FlowId(3), 1.0, 10.0, 100.0).unwrap();
