@@ -268,15 +268,22 @@ class ConnView:
     @property
     def handover(self) -> Optional[tuple[int, float]]:
         """``(released, target)`` segments while in ack-clocked handover."""
+    @property
+    def timed_out(self) -> bool:
+        """Timed out and not yet back at its share (ctrlTCP's ssbit); False for the baselines."""
 
 class TcpCoupler:
     """One coupled group of TCP connections.
 
     ``kind``: "ccc" (ctrlTCP / TCP-CCC), "ccc_handover" (with ack-clocked handover of a joining
     connection's share), "etcp" (Ensemble TCP baseline) or "efcm" (EFCM baseline).
+
+    No answer lets a connection send a larger burst than its own controller would, plus
+    ``max_burst_pkts`` segments beyond what it has in flight: a share above that is reached by the
+    connection's own slow start (the answer's ssthresh is at least the share).
     """
 
-    def __init__(self, kind: CouplerKind = "ccc") -> None: ...
+    def __init__(self, kind: CouplerKind = "ccc", max_burst_pkts: float = 0.0) -> None: ...
     def register(
         self, conn: int, priority: float, cwnd_pkts: float, ssthresh_pkts: float
     ) -> Response:
@@ -288,9 +295,11 @@ class TcpCoupler:
         ssthresh_pkts: float,
         state: TcpState,
         timeout: bool = False,
+        in_flight_pkts: float = 0.0,
     ) -> Optional[Response]:
         """UPDATE after the connection's controller changed cwnd; ``None`` in Fast Recovery.
-        ``timeout=True`` (only with state "SS") reports a retransmission timeout."""
+        ``timeout=True`` (only with state "SS") reports a retransmission timeout.
+        ``in_flight_pkts``: segments in flight (0 when unknown, the most conservative)."""
     def leave(self, conn: int) -> None: ...
     def set_priority(self, conn: int, priority: float) -> None:
         """Changes a connection's priority; the new share applies from its next update."""
@@ -367,6 +376,7 @@ class TcpGroups:
         ssthresh_pkts: float,
         state: TcpState,
         timeout: bool = False,
+        in_flight_pkts: float = 0.0,
     ) -> Optional[Response]: ...
     def on_ack(self, conn: int) -> list[Release]: ...
     def set_priority(self, conn: int, priority: float) -> None: ...
@@ -604,7 +614,21 @@ class Simulation:
     def results(self) -> dict[str, Any]:
         """Columns: ``flows``, ``udp_flows``, ``media_flows``, ``links``, ``flow_samples``, ``queue_samples``,
         ``media_samples`` (dicts of lists);
-        ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``."""
+        ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``.
+
+        ``flows`` (one row per TCP flow): ``flow``, ``src``, ``dst``, ``cc``, ``start_s``, ``fct_s``
+        (None unless a finite flow completed), ``delivered_bytes``, ``goodput_bps``,
+        ``data_pkts_sent``, ``retransmits``, ``timeouts``, ``max_burst_pkts``, ``burst_hist``,
+        ``fast_recoveries``, ``mean_rtt_s`` (None without an RTT sample).
+
+        A burst is the data packets (new or retransmitted) one flow's sender emits back to back at
+        one simulated instant, however many calls emitted them (an ACK's retransmission and the
+        new data after it, a coupler's handover, go-back-N after a timeout); packets at different
+        instants are different bursts. ``max_burst_pkts`` is the largest burst of the run (0 before
+        the flow sends). ``burst_hist`` is a list of 11 counts (Arrow ``list<int64>``): entry ``k``
+        counts the bursts of ``2**k`` to ``2**(k+1) - 1`` packets, i.e. 1, 2-3, 4-7, ...,
+        512-1023, and the last entry (``k = 10``) every burst of 1024 packets or more
+        (``sim::stats::burst_bucket``)."""
 
 # --- the flow-level model (crates/flowsim, seed 002) ---------------------------------------------
 

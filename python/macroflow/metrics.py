@@ -28,6 +28,7 @@ SUMMARY_FIELDS: Dict[str, str] = {
     "mean_rtt_s": "mean over the TCP flows of each flow's mean RTT",
     "retransmits": "TCP retransmissions, all flows",
     "timeouts": "TCP retransmission timeouts, all flows",
+    "max_burst_pkts": "largest burst of any TCP flow: data packets one sender emitted at one instant",
 }
 
 
@@ -82,6 +83,7 @@ def summarize(t: Dict[str, pa.Table], priorities: Optional[Dict[int, float]] = N
         "mean_rtt_s": _mean([f["mean_rtt_s"] for f in tcp if f["mean_rtt_s"] is not None]),
         "retransmits": float(sum(f["retransmits"] for f in tcp)),
         "timeouts": float(sum(f["timeouts"] for f in tcp)),
+        "max_burst_pkts": float(max((f["max_burst_pkts"] for f in tcp), default=float("nan"))),
     }
     ids = set(bottleneck_links(t))
     links = [l for l in t["links"].to_pylist() if l["link"] in ids]

@@ -844,6 +844,15 @@ impl PySimulation {
             r.flows.iter().map(|f| f.timeouts).collect::<Vec<_>>(),
         )?;
         flows.set_item(
+            "max_burst_pkts",
+            r.flows.iter().map(|f| f.max_burst_pkts).collect::<Vec<_>>(),
+        )?;
+        // One list per flow, a count per bucket (sim::stats::burst_bucket): Arrow list<int64>.
+        flows.set_item(
+            "burst_hist",
+            r.flows.iter().map(|f| f.burst_hist).collect::<Vec<_>>(),
+        )?;
+        flows.set_item(
             "fast_recoveries",
             r.flows
                 .iter()

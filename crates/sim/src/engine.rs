@@ -916,6 +916,17 @@ impl Sim {
     }
 
     /// Puts `flow` into `group` with `priority`; it registers when it starts.
+    /// Sets a coupling group's burst limit (`TcpCoupler::set_max_burst_pkts`; 0 by default).
+    pub fn set_max_burst_pkts(&mut self, group: usize, pkts: f64) -> Result<(), SimError> {
+        let name = format!("group[{group}].max_burst_pkts");
+        let g = self.groups.get_mut(group).ok_or_else(|| {
+            SimError::invalid(name.clone(), group as f64, "an existing coupling group")
+        })?;
+        g.coupler
+            .set_max_burst_pkts(pkts)
+            .map_err(|_| SimError::invalid(name, pkts, "a finite number of segments >= 0"))
+    }
+
     pub fn couple(&mut self, flow: u32, group: usize, priority: f64) -> Result<(), SimError> {
         let name = format!("flow[{flow}].coupling");
         if group >= self.groups.len() {
@@ -1272,6 +1283,9 @@ impl Sim {
             ssthresh_pkts: now.1,
             state,
             timeout,
+            // What the sender counts against the window it is told: the answer's burst is the
+            // difference.
+            in_flight_pkts: fl.snd.pipe_pkts(),
         };
         match self.groups[g].coupler.update(FlowId(f as u64), u) {
             Ok(Some(r)) => {
@@ -1435,6 +1449,8 @@ impl Sim {
                 let end = fl.snd.finished_at.map(|t| t.as_secs_f64());
                 let active = end.unwrap_or(duration_s) - start;
                 let delivered = fl.rcv.delivered_bytes();
+                // Includes the open burst without closing it: results mid-run change nothing.
+                let bursts = fl.snd.bursts();
                 FlowSummary {
                     flow: i as u32,
                     src: self.net.node_name(fl.cfg.src).to_string(),
@@ -1451,6 +1467,8 @@ impl Sim {
                     data_pkts_sent: fl.snd.stats.data_pkts_sent,
                     retransmits: fl.snd.stats.retransmits,
                     timeouts: fl.snd.stats.timeouts,
+                    max_burst_pkts: bursts.max_pkts,
+                    burst_hist: bursts.hist,
                     fast_recoveries: fl.snd.stats.fast_recoveries,
                     mean_rtt_s: if fl.snd.stats.rtt_samples > 0 {
                         fl.snd.stats.rtt_sum_s / fl.snd.stats.rtt_samples as f64

@@ -76,9 +76,62 @@ pub struct FlowSummary {
     pub data_pkts_sent: u64,
     pub retransmits: u64,
     pub timeouts: u64,
+    /// The largest burst of the run: data packets (new or retransmitted) the sender emitted at
+    /// one simulated instant (see [`BurstStats`]).
+    pub max_burst_pkts: u64,
+    /// Bursts by size: `burst_hist[k]` counts the bursts in bucket `k` of [`burst_bucket`].
+    pub burst_hist: [u64; BURST_BUCKETS],
     pub fast_recoveries: u64,
     pub mean_rtt_s: f64,
     pub data_pkts_received: u64,
+}
+
+/// The number of burst-size buckets: bucket `k` holds bursts of `2^k ..= 2^(k+1) - 1` packets for
+/// `k` in `0..=9`, and the last bucket (`k = 10`) every burst of 1024 packets or more.
+///
+/// | k | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 |
+/// |---|---|---|---|---|---|---|---|---|---|---|---|
+/// | burst (packets) | 1 | 2-3 | 4-7 | 8-15 | 16-31 | 32-63 | 64-127 | 128-255 | 256-511 | 512-1023 | >= 1024 |
+pub const BURST_BUCKETS: usize = 11;
+
+/// The bucket of a burst of `pkts` packets: `floor(log2(pkts))`, capped at `BURST_BUCKETS - 1`
+/// (the open-ended last bucket). A burst has at least one packet; 0 counts as 1.
+pub fn burst_bucket(pkts: u64) -> usize {
+    (pkts.max(1).ilog2() as usize).min(BURST_BUCKETS - 1)
+}
+
+/// The smallest burst, in packets, that bucket `k` holds (`2^k`): 1, 2, 4, ..., 1024.
+pub fn burst_bucket_floor(k: usize) -> u64 {
+    1 << k.min(BURST_BUCKETS - 1)
+}
+
+/// A TCP sender's bursts: the data packets (new or retransmitted) one flow's sender emits back to
+/// back at one simulated instant form one burst, however many calls emitted them (an ACK's
+/// retransmission and the new data after it, a coupler's handover, a timeout's go-back-N); packets
+/// at different instants are different bursts. Packets leave in bursts because every handler
+/// hands all it sends at `now` to the network at once (the engine's outbox).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BurstStats {
+    /// The largest burst, in packets (0: none yet).
+    pub max_pkts: u64,
+    /// Bursts by size bucket ([`burst_bucket`]).
+    pub hist: [u64; BURST_BUCKETS],
+}
+
+impl BurstStats {
+    /// Counts one burst of `pkts` packets (nothing for 0).
+    pub fn record(&mut self, pkts: u64) {
+        if pkts == 0 {
+            return;
+        }
+        self.max_pkts = self.max_pkts.max(pkts);
+        self.hist[burst_bucket(pkts)] += 1;
+    }
+
+    /// The number of bursts counted.
+    pub fn bursts(&self) -> u64 {
+        self.hist.iter().sum()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -209,6 +262,33 @@ pub fn jain_index(xs: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn burst_buckets_are_powers_of_two_with_an_open_last_bucket() {
+        assert_eq!(burst_bucket(0), 0);
+        assert_eq!(burst_bucket(1), 0);
+        assert_eq!(burst_bucket(2), 1);
+        assert_eq!(burst_bucket(3), 1);
+        assert_eq!(burst_bucket(4), 2);
+        assert_eq!(burst_bucket(10), 3);
+        assert_eq!(burst_bucket(1023), 9);
+        assert_eq!(burst_bucket(1024), 10);
+        assert_eq!(burst_bucket(u64::MAX), 10);
+        for k in 0..BURST_BUCKETS {
+            let lo = burst_bucket_floor(k);
+            assert_eq!(burst_bucket(lo), k);
+            if k > 0 {
+                assert_eq!(burst_bucket(lo - 1), k - 1);
+            }
+        }
+        let mut b = BurstStats::default();
+        for n in [0, 1, 3, 10, 2000] {
+            b.record(n);
+        }
+        assert_eq!(b.max_pkts, 2000);
+        assert_eq!(b.bursts(), 4);
+        assert_eq!(b.hist, [1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1]);
+    }
 
     #[test]
     fn jain_index_bounds() {

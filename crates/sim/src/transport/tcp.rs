@@ -13,6 +13,7 @@ use super::cc::{AckSample, CaState, CongestionControl, CwndEvent, TcpCc};
 use super::sack::{insert_range, Scoreboard};
 use crate::error::SimError;
 use crate::packet::{Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
+use crate::stats::BurstStats;
 use coupling::tcp::TcpState;
 use coupling::{Duration, Instant};
 use std::collections::BTreeMap;
@@ -151,6 +152,11 @@ pub struct TcpSender {
     rto_deadline: Option<Instant>,
     pub finished_at: Option<Instant>,
     pub stats: SenderStats,
+    /// Bursts closed so far (see [`BurstStats`]).
+    bursts: BurstStats,
+    /// The open burst: the instant of its packets and how many (0: none open).
+    burst_at: Instant,
+    burst_pkts: u64,
 }
 
 impl TcpSender {
@@ -188,7 +194,28 @@ impl TcpSender {
             rto_deadline: None,
             finished_at: None,
             stats: SenderStats::default(),
+            bursts: BurstStats::default(),
+            burst_at: Instant::ZERO,
+            burst_pkts: 0,
         }
+    }
+
+    /// The bursts so far, the open one (packets emitted at the latest instant) included; it stays
+    /// open, so packets emitted later at that same instant still join it.
+    pub fn bursts(&self) -> BurstStats {
+        let mut b = self.bursts;
+        b.record(self.burst_pkts);
+        b
+    }
+
+    /// Counts one data packet emitted at `now` into the bursts: O(1), no allocation.
+    fn count_burst(&mut self, now: Instant) {
+        if self.burst_at != now {
+            self.bursts.record(self.burst_pkts);
+            self.burst_at = now;
+            self.burst_pkts = 0;
+        }
+        self.burst_pkts += 1;
     }
 
     pub fn cc_name(&self) -> &'static str {
@@ -227,6 +254,22 @@ impl TcpSender {
 
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt.map(|s| Duration::from_nanos(s as u64))
+    }
+
+    /// Segments in flight as the sender counts them against cwnd when it sends (Linux
+    /// `tcp_packets_in_flight`): the pipe in SACK recovery; after a timeout, what was resent
+    /// since (go-back-N), less SACKed data; else what was sent and not acknowledged.
+    pub fn pipe_pkts(&self) -> f64 {
+        let mss = self.cfg.mss as u64;
+        let bytes = if self.sack_recovery() {
+            let lost = self.sb.lost_below(mss, self.cfg.dupthresh);
+            self.sb.pipe(self.snd_una, self.snd_max, lost)
+        } else if self.tp.ca_state == CaState::Loss {
+            self.flight_bytes() - self.sb.sacked_within(self.snd_una, self.snd_nxt)
+        } else {
+            self.flight_bytes()
+        };
+        bytes as f64 / mss as f64
     }
 
     fn flight_bytes(&self) -> u64 {
@@ -305,6 +348,7 @@ impl TcpSender {
         if p.retx {
             self.stats.retransmits += 1;
         }
+        self.count_burst(now);
         out.packets.push(p);
     }
 
