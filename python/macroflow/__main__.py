@@ -20,7 +20,7 @@ from rich.table import Table
 from macroflow import demo
 from macroflow.results import load_results, run_to_store
 from macroflow.scenario import ScenarioError, load
-from macroflow.console import console, print_checks, sweep_progress
+from macroflow.console import console, sweep_progress
 from macroflow.sweeps import SweepError, SweepProgress, plan_file, sweep
 
 app = typer.Typer(
@@ -138,8 +138,9 @@ def reproduce_cmd(
     """Run a named reproduction of a source's experiment and check it.
 
     Runs its sweeps (resuming after a kill), compares our results with the source's expected
-    outcomes, and writes DIR/reproduction.json and DIR/report.html with the figures and PASS/FAIL."""
-    from macroflow.reproductions import REPRODUCTIONS, reproduce
+    outcomes, and writes DIR/reproduction.json and DIR/report.html with the figures and PASS/FAIL
+    (INFO rows are shown beside the source's words but not counted; every FAIL and INFO has a note)."""
+    from macroflow.reproductions import REPRODUCTIONS, print_checks, reproduce
 
     if name not in REPRODUCTIONS:
         _fail(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}")
@@ -170,7 +171,7 @@ def report_cmd(
 
     Summary tables, figures (time series, each metric against each swept parameter with the
     spread over seeds, CDFs) and, for a named reproduction, the source's expected values beside
-    ours with PASS/FAIL."""
+    ours with PASS/FAIL/INFO and notes."""
     from macroflow.reports import write_report
 
     try:

@@ -112,8 +112,9 @@ class LossResult:
 
 def one_loss(kind: Optional[str]) -> LossResult:
     """Two connections at 50 packets each; connection 1 sees one loss, enters Fast Recovery and
-    leaves it with half its window. Returns the aggregate window before and after (kind None:
-    uncoupled)."""
+    leaves it with half its window. Returns the aggregate window before and after: the group's
+    (``sum_cwnd``) for a coupler, whose connections grow back to their shares on their own ACKs
+    rather than in a burst; the two windows' sum uncoupled (kind None)."""
     windows = {1: 50.0, 2: 50.0}
     coupler = TcpCoupler(kind) if kind else None
     if coupler is not None:
@@ -122,15 +123,15 @@ def one_loss(kind: Optional[str]) -> LossResult:
         for conn in windows:  # both settle in congestion avoidance with their share
             r = coupler.update(conn, windows[conn], windows[conn], "CA")
             windows[conn] = r.cwnd_pkts
-    before = sum(windows.values())
+    before = coupler.sum_cwnd if coupler is not None else sum(windows.values())
     half = windows[1] / 2
     if coupler is not None:
         assert coupler.update(1, windows[1], half, "FR") is None  # no answer in Fast Recovery
         windows[1] = coupler.update(1, half, half, "CA").cwnd_pkts
         windows[2] = coupler.update(2, windows[2], windows[2], "CA").cwnd_pkts
-    else:
-        windows[1] = half
-    return LossResult(kind or "uncoupled", before, sum(windows.values()))
+        return LossResult(kind, before, coupler.sum_cwnd)
+    windows[1] = half
+    return LossResult("uncoupled", before, sum(windows.values()))
 
 
 def main(out: str = "out") -> None:
@@ -147,8 +148,8 @@ def main(out: str = "out") -> None:
     print("\nCoupled versus uncoupled TCP on the dissertation's dumbbell (seed 003 section 9.3):", flush=True)
     import shutil
 
-    from macroflow.console import print_checks, sweep_progress
-    from macroflow.reproductions import reproduce
+    from macroflow.console import sweep_progress
+    from macroflow.reproductions import print_checks, reproduce
 
     name = "coupled-vs-uncoupled"
     bars = {}

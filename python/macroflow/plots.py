@@ -4,6 +4,11 @@
   Figs. 9.2, 9.6).
 - :func:`metric_vs_param`: a summary metric against a swept parameter, mean over seeds with the
   min-max spread (e.g. Figs. 9.9-9.12); numeric parameters as lines, categorical ones as points.
+- :func:`metric_by_arm`: a summary metric against a swept parameter (e.g. the number of flows), one
+  line per arm (uncoupled, coupled) and a reference arm that does not depend on the parameter (one
+  flow alone) drawn flat, mean over seeds with the min-max band: Figs. 9.9-9.11 as drawn there.
+- :func:`share_vs_param`: one flow's share of the aggregate against a parameter (the priority
+  ratio), measured beside the ideal (Fig. 9.12).
 - :func:`cdf`: empirical CDFs of samples, one line per label.
 - :func:`flow_lines`, :func:`flow_bars`, :func:`network_map`: the flow-level model's figures (seed
   002): a metric against a parameter per sender model, totals per model, and routers shaded by dead
@@ -26,7 +31,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-__all__ = ["time_series", "metric_vs_param", "cdf", "flow_lines", "flow_bars", "network_map", "METRIC_LABELS"]
+__all__ = ["time_series", "metric_vs_param", "metric_by_arm", "arm_styles", "share_vs_param", "cdf", "flow_lines", "flow_bars", "network_map", "METRIC_LABELS"]
 
 #: How each summary metric is shown: (axis label, scale from stored units).
 METRIC_LABELS: Dict[str, tuple] = {
@@ -43,6 +48,7 @@ METRIC_LABELS: Dict[str, tuple] = {
     "mean_rtt_s": ("mean RTT (ms)", 1e3),
     "retransmits": ("TCP retransmissions", 1.0),
     "timeouts": ("TCP timeouts", 1.0),
+    "max_burst_pkts": ("largest burst, any TCP flow (packets)", 1.0),
 }
 
 
@@ -184,14 +190,155 @@ def metric_vs_param(
     return fig
 
 
-def cdf(samples: Mapping[str, Sequence[float]], xlabel: str, title: str = "") -> Figure:
-    """Empirical CDFs, one step line per label (labels without samples are skipped)."""
+def _finite(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+#: Colours of the arms in the order given, and of the reference arm.
+_ARM_COLORS = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:brown")
+_REFERENCE_COLOR = "0.25"
+
+
+def metric_by_arm(
+    runs: Sequence[Mapping[str, Any]],
+    x: str,
+    arm: str,
+    metric: str,
+    arms: Sequence[Any],
+    reference: Optional[Any] = None,
+    labels: Optional[Mapping[str, str]] = None,
+    xlabel: Optional[str] = None,
+) -> Figure:
+    """`metric` (a key of each run's ``summary``) against the swept parameter `x` (e.g. the number
+    of flows), one line per value of the parameter `arm` in the order of `arms` (e.g. uncoupled,
+    coupled): the mean over seeds with the min-max band over seeds. Runs whose `arm` is `reference`
+    (one flow alone) do not depend on `x`: they are drawn as a dashed horizontal line at their mean
+    over seeds across the whole axis, with their min-max band. `labels` renames arm values in the
+    legend, which sits outside the axes so it never covers data."""
+    labels = dict(labels or {})
+    ylabel, scale = METRIC_LABELS.get(metric, (metric, 1.0))
+    by_arm: Dict[Any, Dict[Any, List[float]]] = {a: {} for a in arms}
+    ref: List[float] = []
+    for r in runs:
+        p = r["params"]
+        v = r["summary"].get(metric)
+        if not _finite(v):
+            continue
+        if reference is not None and p.get(arm) == reference:
+            ref.append(float(v) * scale)
+        elif p.get(arm) in by_arm and x in p:
+            by_arm[p[arm]].setdefault(p[x], []).append(float(v) * scale)
+    xs_all = sorted({v for g in by_arm.values() for v in g}, key=_key)
+    fig = _figure(height=3.0, width=7.0)
+    ax = fig.subplots()
+    handles: List[Any] = []
+    names: List[str] = []
+    for i, a in enumerate(arms):
+        pts = by_arm[a]
+        if not pts:
+            continue
+        xs = sorted(pts, key=_key)
+        color = _ARM_COLORS[i % len(_ARM_COLORS)]
+        mean = np.array([np.mean(pts[v]) for v in xs])
+        band = ax.fill_between(xs, [min(pts[v]) for v in xs], [max(pts[v]) for v in xs], color=color, alpha=0.15, lw=0)
+        # Earlier arms wider, with larger hollow markers: where arms coincide, each stays visible.
+        (line,) = ax.plot(xs, mean, marker="os^Dv"[i % 5], ms=max(7.5 - 2.5 * i, 4.0), lw=max(2.6 - 0.9 * i, 1.2),
+                          color=color, mfc="white" if i < len(arms) - 1 else color, mew=1.4, label=labels.get(str(a), str(a)))
+        handles.append((band, line))
+        names.append(line.get_label())
+    if ref:
+        m = float(np.mean(ref))
+        band = ax.axhspan(min(ref), max(ref), color=_REFERENCE_COLOR, alpha=0.12, lw=0)
+        line = ax.axhline(m, color=_REFERENCE_COLOR, ls="--", lw=1.4, label=labels.get(str(reference), str(reference)))
+        handles.append((band, line))
+        names.append(line.get_label())
+    if xs_all and _is_numeric(xs_all):
+        ax.set_xticks(xs_all)
+        pad = 0.04 * (max(xs_all) - min(xs_all) or 1.0)
+        ax.set_xlim(min(xs_all) - pad, max(xs_all) + pad)
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    seeds = max([len(v) for g in by_arm.values() for v in g.values()] + [len(ref)], default=0)
+    ax.set_title(f"mean over {seeds} seed{'s' if seeds != 1 else ''}; shaded: min to max", fontsize="small")
+    if handles:
+        # Each entry shows the line over its band; outside the axes, so it never covers data.
+        ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    return fig
+
+
+def arm_styles(points: Sequence[tuple], arms: Sequence[Any], reference: Optional[Any] = None) -> List[Dict[str, Any]]:
+    """Line properties for per-point lines (CDFs) of an arms experiment, for `points` given as
+    (arm value, x value) pairs: each arm in its colour of :func:`metric_by_arm`, light at the
+    smallest x and dark at the largest; the reference arm dark grey and dashed; others default."""
+    from matplotlib import colormaps
+
+    maps = ("Reds", "Blues", "Greens", "Purples", "Oranges")
+    out: List[Dict[str, Any]] = []
+    for a, x in points:
+        if reference is not None and a == reference:
+            out.append({"color": _REFERENCE_COLOR, "ls": "--"})
+        elif a in arms:
+            i = list(arms).index(a)
+            xs = sorted({px for pa, px in points if pa == a}, key=_key)
+            t = 0.4 + 0.55 * (xs.index(x) / (len(xs) - 1) if len(xs) > 1 else 1.0)
+            out.append({"color": colormaps[maps[i % len(maps)]](t), "ls": "-"})
+        else:
+            out.append({})
+    return out
+
+
+def share_vs_param(
+    shares: Mapping[Any, Sequence[float]],
+    ideal: Mapping[Any, float],
+    xlabel: str,
+    label: str = "measured",
+    ideal_label: str = "ideal",
+    ylabel: str = "share of the aggregate TCP goodput",
+) -> Figure:
+    """One flow's share of the aggregate against a parameter (e.g. the priority ratio): the mean
+    over seeds with min-max error bars, and the ideal share as a dashed line."""
+    fig = _figure(height=3.0, width=7.0)
+    ax = fig.subplots()
+    xs = sorted((v for v in shares if any(_finite(s) for s in shares[v])), key=_key)
+    handles: List[Any] = []
+    if xs:
+        vals = {v: [float(s) for s in shares[v] if _finite(s)] for v in xs}
+        mean = np.array([np.mean(vals[v]) for v in xs])
+        err = [mean - np.array([min(vals[v]) for v in xs]), np.array([max(vals[v]) for v in xs]) - mean]
+        handles.append(ax.errorbar(xs, mean, yerr=err, marker="o", ms=4.5, lw=1.6, capsize=3, color=_ARM_COLORS[1], label=label))
+    ix = sorted(ideal, key=_key)
+    if ix:
+        handles.extend(ax.plot(ix, [ideal[v] for v in ix], ls="--", marker="x", ms=5, lw=1.3, color=_REFERENCE_COLOR, label=ideal_label))
+    ticks = sorted(set(xs) | set(ix), key=_key)
+    if ticks and _is_numeric(ticks):
+        ax.set_xticks(ticks)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    seeds = max((len(shares[v]) for v in xs), default=0)
+    ax.set_title(f"mean over {seeds} seed{'s' if seeds != 1 else ''}; bars: min to max", fontsize="small")
+    if handles:
+        # Measured first, then the ideal; outside the axes.
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    return fig
+
+
+def cdf(samples: Mapping[str, Sequence[float]], xlabel: str, title: str = "",
+        styles: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Figure:
+    """Empirical CDFs, one step line per label (labels without samples are skipped). `styles`
+    gives a label its line properties (e.g. ``{"color": ..., "ls": "--"}``); without it, the
+    default colours, with the line style changing past ten lines so no two look alike."""
     fig = _figure(height=3.0, width=7.5)
     ax = fig.subplots()
-    for label, xs in samples.items():
+    dashes = ("-", "--", ":", "-.")
+    for i, (label, xs) in enumerate(samples.items()):
         x = np.sort(np.asarray([v for v in xs if v is not None and not math.isnan(v)], dtype=float))
         if len(x):
-            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=str(label), lw=1.1)
+            kw: Dict[str, Any] = {"color": f"C{i % 10}", "ls": dashes[(i // 10) % len(dashes)]}
+            kw.update((styles or {}).get(label, {}))
+            # From 0 at the smallest sample, so a line of few samples does not start in mid-air.
+            ax.step(np.r_[x[0], x], np.r_[0.0, np.arange(1, len(x) + 1) / len(x)], where="post", label=str(label), lw=1.1, **kw)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("CDF")
     ax.set_ylim(0, 1.02)

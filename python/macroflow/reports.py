@@ -1,8 +1,9 @@
 """The HTML report of a results store: one self-contained page (inline CSS, figures as PNG data
 URIs, no script, nothing fetched) with, for a named reproduction, the source's expected outcomes
-beside ours with PASS/FAIL; then, for each store (a reproduction's parts, or the store itself), a
-summary table per parameter point (mean +- std over seeds), each metric against each swept
-parameter, CDFs of the queue and of per-flow goodput, and time series of one seed per point.
+beside ours with PASS/FAIL (INFO for information rows, not counted) and each check's note; then,
+for each store (a reproduction's parts, or the store itself), a summary table per parameter point
+(mean +- std over seeds), the figures a reproduction's part asks for (else each metric against each
+swept parameter), CDFs of the queue and of per-flow goodput, and time series of one seed per point.
 
 The page is deterministic: the same store gives the same bytes.
 """
@@ -21,7 +22,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import matplotlib
 
 from macroflow.metrics import SUMMARY_FIELDS
-from macroflow.plots import METRIC_LABELS, _key, cdf, metric_vs_param, time_series
+from macroflow.plots import METRIC_LABELS, _key, arm_styles, cdf, metric_by_arm, metric_vs_param, share_vs_param, time_series
+from macroflow.reproductions import check_status, tally
 from macroflow.results import list_runs, load_results
 
 __all__ = ["write_report", "MAX_TIME_SERIES", "KEY_METRICS"]
@@ -37,6 +39,7 @@ h1{font-size:1.5em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #c
 table{border-collapse:collapse;margin:1em 0;font-size:.85em}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .pass{background:#dff3df;color:#145214;font-weight:bold}.fail{background:#f8dcdc;color:#7a1010;font-weight:bold}
+.info{background:#e3eef9;color:#1b4a7a;font-weight:bold}
 .verdict{font-size:1.1em;padding:.5em;display:inline-block}.muted{color:#666;font-size:.9em}
 figure{margin:1em 0}img{max-width:100%}
 """
@@ -97,11 +100,72 @@ def _swept(store: pathlib.Path, runs: List[Dict[str, Any]]) -> List[str]:
     return keys
 
 
-def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str]) -> str:
+def _has(runs: List[Dict[str, Any]], metric: str) -> bool:
+    """Whether any run's summary has a number for `metric` (older runs may lack newer fields)."""
+    return any(isinstance(r["summary"].get(metric), (int, float)) and not math.isnan(r["summary"][metric]) for r in runs)
+
+
+def _arm_order(spec: Dict[str, Any], params: Dict[str, Any]) -> Tuple[Any, ...]:
+    """Sort key of a parameter point in an arms experiment: arm (in the spec's order, then the
+    reference, then anything else), then x."""
+    order = list(spec["arms"]) + [spec.get("reference")]
+    a = params.get(spec["arm"])
+    return (order.index(a) if a in order else len(order), _key(params.get(spec["x"])), json.dumps(params, sort_keys=True))
+
+
+def _spec_figures(runs: List[Dict[str, Any]], specs: List[Dict[str, Any]], labels: Dict[str, str]) -> List[str]:
+    """The figures a reproduction's part asks for (see :class:`macroflow.reproductions.Part`)."""
+    out: List[str] = []
+    for spec in specs:
+        if spec["kind"] == "arms":
+            x, arm, ref = spec["x"], spec["arm"], spec.get("reference")
+            xlabel = spec.get("xlabel", x)
+            names = [labels.get(str(a), str(a)) for a in spec["arms"]]
+            ref_name = labels.get(str(ref), str(ref)) if ref is not None else None
+            out.append(f"<h3>Against {html.escape(xlabel)}</h3>")
+            for m in spec["metrics"]:
+                if not _has(runs, m):
+                    continue
+                draw_ref = ref is not None and m not in spec.get("no_reference", [])
+                fig = metric_by_arm(runs, x, arm, m, spec["arms"], reference=ref if draw_ref else None, labels=labels, xlabel=xlabel)
+                caption = f"{METRIC_LABELS.get(m, (m,))[0]} against the {xlabel}: one line per arm ({', '.join(names)})"
+                if draw_ref:
+                    caption += f"; {ref_name} as the dashed horizontal reference (it does not depend on the {xlabel})"
+                elif ref is not None:
+                    caption += f"; {ref_name} not drawn (its value is fixed by definition)"
+                out.append(_img(fig, caption + "; mean over seeds, shaded from min to max."))
+        elif spec["kind"] == "share":
+            x, flow = spec["x"], int(spec.get("flow", 0))
+            xlabel = spec.get("xlabel", x)
+            shares: Dict[Any, List[float]] = {}
+            for r in runs:
+                if x not in r["params"]:
+                    continue
+                g = load_results(r["path"])["flows"].column("goodput_bps").to_pylist()
+                total = sum(g)
+                shares.setdefault(r["params"][x], []).append(g[flow] / total if total > 0 and flow < len(g) else float("nan"))
+            ideal = {v: float(i) for v, i in spec.get("ideal", [])}
+            fig = share_vs_param(shares, ideal, xlabel, label=spec.get("label", "measured"), ideal_label=spec.get("ideal_label", "ideal"))
+            out.append(f"<h3>Against {html.escape(xlabel)}</h3>")
+            out.append(_img(fig, f"flow {flow + 1}'s share of the aggregate TCP goodput against the {xlabel}, measured "
+                                 f"(mean over seeds, bars from min to max) and ideal."))
+        else:
+            raise ValueError(f"unknown figure kind {spec['kind']!r} in reproduction.json")
+    return out
+
+
+def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str],
+             figures: Optional[List[Dict[str, Any]]] = None) -> str:
+    """One store: its summary table, its figures (`figures`: a reproduction's specs; without
+    them, each key metric against each swept parameter), CDFs and time series."""
     runs = list_runs(store)
     if not runs:
         raise FileNotFoundError(f"{store}: no stored runs (nothing to report)")
     points = _points(runs)
+    arms = [f for f in (figures or []) if f["kind"] == "arms"]
+    if arms:
+        # The arms in their order (uncoupled, coupled, reference), each by x: tables and lines read in that order.
+        points.sort(key=lambda pt: _arm_order(arms[0], pt[0]))
     parts: List[str] = []
     name = title or runs[0]["scenario"].get("name", store.name)
     seeds = sorted({r["seed"] for r in runs})
@@ -123,8 +187,10 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str]) 
         rows.append(f"<tr>{cells}</tr>")
     parts.append('<h3>Summary (mean &plusmn; std over seeds)</h3><div style="overflow-x:auto"><table>'
                  f"<tr>{head}</tr>{''.join(rows)}</table></div>")
-    # Metrics against each swept parameter.
-    swept = _swept(store, runs)
+    # The reproduction's figures, or each metric against each swept parameter.
+    swept = [] if figures else _swept(store, runs)
+    if figures:
+        parts.extend(_spec_figures(runs, figures, labels))
     for p in swept:
         others = [k for k in swept if k != p]
         series = others[0] if len(others) == 1 else None
@@ -147,16 +213,33 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str]) 
             goodput[label].extend(g / 1e6 for g in t["media_flows"].column("goodput_bps").to_pylist())
             if i == 0:
                 first_tables.append((label, r, t))
+    styles = None
+    if arms:
+        a = arms[0]
+        pts = [(params.get(a["arm"]), params.get(a["x"])) for params, _ in points]
+        styles = dict(zip([_label({k: labels.get(str(v), v) for k, v in params.items()}) for params, _ in points],
+                          arm_styles(pts, a["arms"], a.get("reference"))))
     if any(queue.values()):
         parts.append("<h3>Distributions</h3>")
-        parts.append(_img(cdf(queue, "bottleneck queue (packets)"), "CDF of the sampled bottleneck queue length, all seeds pooled, per parameter point"))
+        parts.append(_img(cdf(queue, "bottleneck queue (packets)", styles=styles), "CDF of the sampled bottleneck queue length, all seeds pooled, per parameter point"))
     if any(goodput.values()):
-        parts.append(_img(cdf(goodput, "per-flow goodput (Mbit/s)"), "CDF of per-flow goodput (TCP and media flows), all seeds pooled, per parameter point"))
+        parts.append(_img(cdf(goodput, "per-flow goodput (Mbit/s)", styles=styles), "CDF of per-flow goodput (TCP and media flows), all seeds pooled, per parameter point"))
     # Time series of the first seed of each point.
     parts.append("<h3>Over time</h3>")
-    if len(first_tables) > MAX_TIME_SERIES:
+    shown = first_tables
+    if arms and len(first_tables) > MAX_TIME_SERIES:
+        # Each arm at the smallest and the largest x, and the reference arm.
+        a = arms[0]
+        xs = sorted({r["params"][a["x"]] for _, r, _ in first_tables if r["params"].get(a["arm"]) in a["arms"]}, key=_key)
+        ends = {xs[0], xs[-1]} if xs else set()
+        shown = [ft for ft in first_tables if ft[1]["params"].get(a["arm"]) == a.get("reference")
+                 or ft[1]["params"].get(a["x"]) in ends][:MAX_TIME_SERIES]
+        parts.append(f'<p class="muted">Showing {len(shown)} of {len(first_tables)} parameter points: each arm at the '
+                     f'smallest and the largest {html.escape(a.get("xlabel", a["x"]))}, and {html.escape(labels.get(str(a.get("reference")), str(a.get("reference"))))}.</p>')
+    elif len(first_tables) > MAX_TIME_SERIES:
+        shown = first_tables[:MAX_TIME_SERIES]
         parts.append(f'<p class="muted">Showing {MAX_TIME_SERIES} of {len(first_tables)} parameter points (the first in table order).</p>')
-    for label, r, t in first_tables[:MAX_TIME_SERIES]:
+    for label, r, t in shown:
         parts.append(_img(time_series(t, f"{label}, seed {r['seed']}"), f"{label}, seed {r['seed']}: rate, cwnd and queue over time"))
     return "\n".join(parts)
 
@@ -224,14 +307,17 @@ def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathl
             body.append(f"<p><b>Source:</b> {html.escape(rep.get('source', ''))}</p>")
             body.append(f"<p>{html.escape(rep.get('description', ''))}</p>")
             checks = rep.get("checks", [])
-            passed = sum(bool(c["passed"]) for c in checks)
-            cls = "pass" if passed == len(checks) else "fail"
-            body.append(f'<p class="verdict {cls}">{passed} of {len(checks)} checks pass</p>')
+            statuses = [check_status(c) for c in checks]
+            cls = "fail" if "FAIL" in statuses else "pass"
+            body.append(f'<p class="verdict {cls}">{html.escape(tally(checks))}</p>')
+            if "INFO" in statuses:
+                body.append('<p class="muted">INFO rows are information beside the source\'s words, neither PASS nor FAIL; '
+                            'their notes say why they are not checks.</p>')
             rows = "".join(
                 f"<tr><td>{html.escape(c['name'])}</td><td>{html.escape(str(c['expected']))}</td>"
-                f"<td>{html.escape(str(c['ours']))}</td><td class=\"{'pass' if c['passed'] else 'fail'}\">{'PASS' if c['passed'] else 'FAIL'}</td>"
+                f"<td>{html.escape(str(c['ours']))}</td><td class=\"{st.lower()}\">{st}</td>"
                 f"<td class=\"muted\">{html.escape(c.get('note', ''))}</td></tr>"
-                for c in checks
+                for c, st in zip(checks, statuses)
             )
             body.append(f"<table><tr><th>check</th><th>expected (source)</th><th>ours</th><th></th><th>note</th></tr>{rows}</table>")
             if rep.get("duration_s") is not None:
@@ -243,7 +329,7 @@ def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathl
                 if part.get("kind") == "flow":
                     body.append(_flow_section(store / part["dir"], labels))
                 else:
-                    body.append(_section(store / part["dir"], part.get("title"), labels))
+                    body.append(_section(store / part["dir"], part.get("title"), labels, part.get("figures")))
         else:
             runs = list_runs(store)
             if not runs:
