@@ -13,11 +13,14 @@ def snapshot(c):
 
 
 def two_in_ca(p1=1.0, p2=1.0, kind="ccc"):
+    """Two connections in CA at their shares: sum_cwnd 30, 15 segments each for equal priorities
+    (as `two_in_ca` in ccc.rs). Connection 2 reports a window of 20, which covers its share, so it
+    is told the share itself rather than its own window and a catch-up ssthresh (no burst)."""
     g = mf.TcpCoupler(kind)
     g.register(1, p1, 10.0, 1e9)
     g.register(2, p2, 10.0, 1e9)
     g.update(1, 20.0, 10.0, "CA")
-    g.update(2, 10.0, 10.0, "CA")
+    g.update(2, 20.0, 10.0, "CA")
     return g
 
 
@@ -51,21 +54,26 @@ def test_coco_increase_grows_the_aggregate_and_others_take_their_share():
 def test_one_reduction_per_loss_event():
     g = two_in_ca()
     before = g.sum_cwnd
+    # Connection 2 enters FR: the loss event begins, it becomes the CoCo and the aggregate is
+    # halved at once (its own ssthresh / its window = 7.5 / 15), not when its FR ends.
     assert g.update(2, 15.0, 7.5, "FR") is None
     assert g.coco == 2
+    assert (g.sum_cwnd, g.sum_ssthresh) == (before / 2, before / 2)
+    # Connection 1 also enters FR within the same event: no second CoCo, no second reduction.
     assert g.update(1, 15.0, 7.5, "FR") is None
     assert g.coco == 2
-    assert g.sum_cwnd == before
-    # Connection 2 leaves FR with cwnd = ssthresh = half its window: the aggregate halves.
+    assert g.sum_cwnd == before / 2
+    # Connection 2 leaves FR with cwnd = ssthresh: nothing more is reduced.
     r = g.update(2, 7.5, 7.5, "CA")
     assert g.sum_cwnd == before / 2
     assert r.cwnd_pkts == 7.5
     # Connection 1 is still in FR (same event): it must not become the CoCo.
     assert g.update(1, 15.0, 7.5, "FR") is None
     assert g.coco == 2
-    # Connection 1 leaves FR: it gets its share, no second reduction.
+    # Connection 1 leaves FR: it gets its share of the event's sum_ssthresh, no second reduction.
     r = g.update(1, 7.5, 7.5, "CA")
     assert g.sum_cwnd == before / 2
+    assert g.sum_ssthresh == before / 2
     assert (r.cwnd_pkts, r.ssthresh_pkts) == (7.5, 7.5)
 
 
@@ -74,33 +82,74 @@ def test_timeout_on_one_connection_does_not_slow_start_the_aggregate():
     before = g.sum_cwnd
     r = g.update(1, 1.0, 7.5, "SS", timeout=True)
     assert g.coco == 2, "the CoCo passes to a connection still in CA"
-    assert g.sum_cwnd == before
-    assert r.cwnd_pkts == 15.0
+    # The timeout from CA begins a loss event: the aggregate is halved once (7.5 / 15), and not
+    # restarted from the windows the connections have.
+    assert (g.sum_cwnd, g.sum_ssthresh) == (before / 2, before / 2)
+    assert not g.all_in_slow_start
+    # The timed-out connection is told its loss window and its share as ssthresh, not its share
+    # as cwnd (that would be a burst right after the RTO).
+    assert (r.cwnd_pkts, r.ssthresh_pkts) == (1.0, 7.5)
+    assert g.conn(1).timed_out
+    # The other connection stays in CA with its (reduced) share.
+    r = g.update(2, 15.0, 10.0, "CA")
+    assert (r.cwnd_pkts, r.ssthresh_pkts) == (7.5, 7.5)
+    v = g.conn(2)
+    assert (v.state, v.timed_out, v.coordinating) == ("CA", False, True)
+    # Its retransmission times out again (backoff): the same recovery, no further reduction.
+    r = g.update(1, 1.0, 2.0, "SS", timeout=True)
+    assert (r.cwnd_pkts, r.ssthresh_pkts) == (1.0, 7.5)
+    assert g.sum_cwnd == before / 2
+    # Its slow start back to its share, on its own ACK clock, does not grow the aggregate.
+    r = g.update(1, 2.0, 7.5, "SS")
+    assert r.cwnd_pkts == 2.0, "never more than its own window"
+    assert g.sum_cwnd == before / 2
+    assert g.conn(1).timed_out, "still catching up"
 
 
 def test_all_connections_timing_out_slow_starts_the_aggregate_once():
     g = two_in_ca()
     g.update(1, 1.0, 7.5, "SS", timeout=True)
-    before = g.sum_cwnd
-    r = g.update(2, 1.0, 7.5, "SS", timeout=True)
-    assert g.sum_cwnd == before / 15.0
-    assert g.sum_ssthresh == before / 2.0
+    assert g.sum_cwnd == 15.0, "the first timeout halves the aggregate"
+    # Connection 1 has not recovered yet (told 2, its share is 7.5): its timeout mark lasts, so
+    # when connection 2 times out too, every connection carries one and the aggregate restarts.
+    r = g.update(1, 2.0, 7.5, "SS")
+    assert (r.cwnd_pkts, g.conn(1).timed_out) == (2.0, True)
+    r = g.update(2, 1.0, 3.75, "SS", timeout=True)
+    assert g.sum_cwnd == 3.0, "restarted from the windows they have: 2 + 1"
+    assert g.sum_ssthresh == 15.0, "the event's sum_ssthresh, not halved again"
     assert (r.cwnd_pkts, r.ssthresh_pkts) == (1.0, 7.5)
+    assert not any(c.timed_out for c in g.conns()), "the restart clears every mark"
+    assert g.all_in_slow_start
+    # Now every connection is in SS without a mark: the aggregate slow-starts.
+    g.update(2, 2.0, 7.5, "SS")
+    assert g.sum_cwnd == 4.0
 
 
 def test_start_up_slow_start_doubles_the_aggregate():
     g = mf.TcpCoupler("ccc")
     g.register(1, 1.0, 2.0, 1e9)
     g.register(2, 1.0, 2.0, 1e9)
-    r = g.update(1, 4.0, 1e9, "SS")
+    assert g.sum_cwnd == 4.0
+    # One RTT: each connection's two ACKs add two segments; every connection's increase counts
+    # (no sum_P / P scale), so the aggregate doubles, 4 to 8, as one flow's would.
+    g.update(1, 4.0, 1e9, "SS")
+    g.update(2, 4.0, 1e9, "SS")
     assert g.sum_cwnd == 8.0
+    assert g.conn(2).cwnd_pkts == 4.0
+    r = g.update(1, 4.0, 1e9, "SS")
     assert r.cwnd_pkts == 4.0
 
 
 def test_priorities_split_three_to_one():
-    g = two_in_ca(0.75, 0.25)
-    r1 = g.update(1, g.conn(1).cwnd_pkts + 1.0, 10.0, "CA")
-    r2 = g.update(2, 5.0, 10.0, "CA")
+    g = mf.TcpCoupler("ccc")
+    g.register(1, 0.75, 10.0, 1e9)
+    g.register(2, 0.25, 10.0, 1e9)
+    g.update(1, 15.0, 10.0, "CA")
+    g.update(2, 6.0, 10.0, "CA")
+    assert (g.conn(1).cwnd_pkts, g.conn(2).cwnd_pkts) == (15.0, 5.0)
+    r1 = g.update(1, 16.0, 10.0, "CA")
+    r2 = g.update(2, 6.0, 10.0, "CA")
+    assert g.sum_cwnd == 21.0
     assert r1.cwnd_pkts / r2.cwnd_pkts == pytest.approx(3.0, rel=1e-12)
 
 
@@ -108,8 +157,24 @@ def test_set_priority_applies_at_the_next_update():
     g = two_in_ca()
     g.set_priority(2, 3.0)
     assert g.conn(2).priority == 3.0
-    r = g.update(2, 10.0, 10.0, "CA")
+    assert g.conn(2).cwnd_pkts == 15.0, "nothing changes before its next update"
+    # Its own window (30) covers the new share, so it is told the share itself.
+    r = g.update(2, 30.0, 10.0, "CA")
     assert r.cwnd_pkts == pytest.approx(g.sum_cwnd * 3 / 4)
+    # A share is taken away at once: connection 1 now gets a quarter.
+    r = g.update(1, 15.0, 10.0, "CA")
+    assert r.cwnd_pkts == pytest.approx(g.sum_cwnd / 4)
+
+
+def test_tiny_priority_gives_a_finite_window_no_larger_than_reported():
+    # Issue 11's reproducer: the old slow-start scale sum_P / P made this cwnd infinite.
+    g = mf.TcpCoupler("ccc")
+    g.register(1, 5e-324, 23.0, 1.0)
+    g.register(2, 1.0, 70.0, 2.0)
+    r = g.update(1, 99.0, 91.0, "SS")
+    assert math.isfinite(r.cwnd_pkts) and r.cwnd_pkts <= 99.0, r
+    assert math.isfinite(r.ssthresh_pkts), r
+    assert math.isfinite(g.sum_cwnd)
 
 
 def test_leave_passes_the_coco_and_keeps_the_aggregate():
@@ -185,8 +250,10 @@ def test_etcp_timeout_forces_every_connection_into_slow_start():
     g.register(1, 1.0, 50.0, 1e9)
     g.register(2, 1.0, 10.0, 1e9)
     assert g.sum_cwnd == 50.0, "the ensemble is one connection's window"
+    assert g.conn(2).cwnd_pkts == 10.0, "its own window, not its share of 25: no burst"
     g.update(1, 1.0, 12.5, "SS", timeout=True)
-    r = g.update(2, 25.0, 1e9, "CA")
+    # Connection 2 reports the window it was told.
+    r = g.update(2, 10.0, 1e9, "CA")
     assert r.cwnd_pkts == 1.0
     assert r.ssthresh_pkts > r.cwnd_pkts
 
@@ -277,6 +344,20 @@ def test_bad_input_leaves_state_unchanged(kind):
         assert snapshot(g) == before
 
 
+@pytest.mark.parametrize("kind", mf.TCP_COUPLER_KINDS)
+def test_bad_burst_limit_and_in_flight_are_rejected(kind):
+    with pytest.raises(mf.InvalidValueError, match="max_burst_pkts"):
+        mf.TcpCoupler(kind, max_burst_pkts=-1)
+    with pytest.raises(mf.InvalidValueError, match="max_burst_pkts"):
+        mf.TcpCoupler(kind, max_burst_pkts=math.nan)
+    g = two_in_ca(kind=kind)
+    before = snapshot(g)
+    for bad in (math.nan, -1.0, math.inf):
+        with pytest.raises(mf.InvalidValueError, match="in_flight_pkts"):
+            g.update(1, 20.0, 10.0, "CA", in_flight_pkts=bad)
+        assert snapshot(g) == before
+
+
 def test_unknown_kind_lists_the_valid_names():
     with pytest.raises(mf.InvalidValueError) as e:
         mf.TcpCoupler("cubic")
@@ -292,7 +373,13 @@ def test_reprs():
     assert repr(mf.TcpCoupler("efcm")) == "TcpCoupler(kind='efcm', conns=0, sum_cwnd=0.0)"
     assert repr(g.conn(2)) == (
         "ConnView(conn=2, priority=1.0, cwnd_pkts=15.0, ssthresh_pkts=10.0, state='CA', "
-        "coordinating=False, handover=None)"
+        "coordinating=False, handover=None, timed_out=False)"
+    )
+    t = two_in_ca()
+    t.update(2, 1.0, 7.5, "SS", timeout=True)
+    assert repr(t.conn(2)) == (
+        "ConnView(conn=2, priority=1.0, cwnd_pkts=1.0, ssthresh_pkts=7.5, state='SS', "
+        "coordinating=False, handover=None, timed_out=True)"
     )
     assert repr(g.update(2, 15.0, 10.0, "CA")) == "Response(cwnd_pkts=15.0, ssthresh_pkts=10.0)"
     h = mf.TcpCoupler("ccc_handover")
