@@ -35,7 +35,15 @@ struct Conn {
     id: FlowId,
     p: f64,
     cwnd: f64,
+    /// The connection's part of the ensemble's ssthresh (what leaves with it).
     ssthresh: f64,
+    /// The ssthresh it was last told: `ssthresh`, or higher while it catches up to its share.
+    /// EFCM measures a connection's own ssthresh change against this, so the catch-up part never
+    /// enters the shared sum.
+    told_ssthresh: f64,
+    /// Growth above this counts as the connection's own: the window it was told, or, while it is
+    /// behind, the share it is catching up to (that share is in the sum already).
+    counted_from: f64,
     state: TcpState,
 }
 
@@ -84,6 +92,8 @@ impl Ensemble {
             p: priority,
             cwnd: 0.0,
             ssthresh: 0.0,
+            told_ssthresh: 0.0,
+            counted_from: 0.0,
             state: TcpState::SlowStart,
         };
         self.conns.insert(seq, c);
@@ -103,14 +113,26 @@ impl Ensemble {
         } else {
             u.ssthresh_pkts
         };
-        // Bounded like every answer, but the ssthresh stays the ensemble's: these baselines sum
-        // every connection's own ssthresh changes, so a catch-up ssthresh would inflate theirs.
-        c.cwnd = bounded(share(c.p, sum_cwnd, sum_p), normal, allowed).0;
+        // A window bounded below its share gets an ssthresh of at least the share so that the
+        // connection slow-starts up to it on its own ACKs (as in ctrlTCP); the ensemble's own
+        // ssthresh (`c.ssthresh`) stays the share, so EFCM's sum never absorbs the catch-up part.
+        let target = share(c.p, sum_cwnd, sum_p);
+        let (cwnd, told_ssthresh, behind) = bounded(target, normal, allowed);
+        c.cwnd = cwnd;
+        c.counted_from = if behind { target } else { cwnd };
         c.ssthresh = normal;
+        c.told_ssthresh = told_ssthresh;
         Response {
-            cwnd_pkts: c.cwnd,
-            ssthresh_pkts: c.ssthresh,
+            cwnd_pkts: cwnd,
+            ssthresh_pkts: told_ssthresh,
         }
+    }
+
+    /// The part of a reported window's increase that is the connection's own growth: none of a
+    /// behind connection's climb back to its share, which the sum already holds (else each
+    /// catch-up would raise every share again and the ensemble would never leave slow start).
+    fn growth(&self, seq: u64, reported_cwnd: f64) -> f64 {
+        (reported_cwnd - self.conns[&seq].counted_from).max(0.0)
     }
 
     fn remove(&mut self, conn: FlowId) -> Result<Conn, Error> {
@@ -220,9 +242,9 @@ impl TcpCoupler for ETcp {
     fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
         let seq = self.e.seq(conn)?;
         u.check()?;
-        let (p, stored, old_state) = {
+        let (p, old_state) = {
             let c = &self.e.conns[&seq];
-            (c.p, c.cwnd, c.state)
+            (c.p, c.state)
         };
         self.e.conns.get_mut(&seq).expect("registered").state = u.state;
         if u.timeout {
@@ -236,7 +258,7 @@ impl TcpCoupler for ETcp {
                 self.e.sum_ssthresh = self.e.sum_cwnd;
             }
             return Ok(None);
-        } else if u.cwnd_pkts > stored {
+        } else {
             // Slow start: the ensemble grows like one connection's window (doubling per RTT);
             // congestion avoidance: +1 segment per RTT for the whole ensemble.
             let scale = if u.state == TcpState::SlowStart {
@@ -245,7 +267,7 @@ impl TcpCoupler for ETcp {
                 // P / sum_P, clamped: rounding residue in sum_P must not make it exceed 1.
                 share(p, 1.0, self.e.sum_p.value())
             };
-            self.e.sum_cwnd += (u.cwnd_pkts - stored) * scale;
+            self.e.sum_cwnd += self.e.growth(seq, u.cwnd_pkts) * scale;
         }
         Ok(Some(self.e.assign(seq, &u)))
     }
@@ -296,14 +318,19 @@ impl TcpCoupler for Efcm {
         u.check()?;
         let (stored_cwnd, stored_ssthresh) = {
             let c = &self.e.conns[&seq];
-            (c.cwnd, c.ssthresh)
+            (c.cwnd, c.told_ssthresh)
         };
         self.e.conns.get_mut(&seq).expect("registered").state = u.state;
         if u.state == TcpState::FastRecovery {
             return Ok(None);
         }
         // Each connection's own change goes into the sums unscaled: n connections' aggressiveness.
-        self.e.sum_cwnd = (self.e.sum_cwnd + u.cwnd_pkts - stored_cwnd).max(0.0);
+        let change = if u.cwnd_pkts < stored_cwnd {
+            u.cwnd_pkts - stored_cwnd
+        } else {
+            self.e.growth(seq, u.cwnd_pkts)
+        };
+        self.e.sum_cwnd = (self.e.sum_cwnd + change).max(0.0);
         self.e.sum_ssthresh = (self.e.sum_ssthresh + u.ssthresh_pkts - stored_ssthresh).max(0.0);
         Ok(Some(self.e.assign(seq, &u)))
     }
@@ -372,6 +399,56 @@ mod tests {
             .unwrap();
         g.update(FlowId(1), ca(25.0, 25.0)).unwrap();
         assert_eq!(g.sum_cwnd(), 75.0);
+    }
+
+    /// A connection told less than its share (its share would be a burst) slow-starts up to it;
+    /// that climb is in the sum already, so neither baseline counts it again, and only growth
+    /// beyond the share is the connection's own (issue 11's CI failure: counting the climb kept
+    /// EFCM's ensemble in slow start and inverted its priority split).
+    #[test]
+    fn catching_up_to_a_share_is_not_counted_as_growth() {
+        for mut g in [
+            Box::new(ETcp::default()) as Box<dyn TcpCoupler>,
+            Box::new(Efcm::default()),
+        ] {
+            g.set_max_burst_pkts(4.0).unwrap();
+            g.register(FlowId(1), 1.0, 30.0, 20.0).unwrap();
+            g.register(FlowId(2), 1.0, 30.0, 20.0).unwrap();
+            g.set_priority(FlowId(1), 3.0).unwrap();
+            // Connection 1 is down to 10 segments, all in flight: its share (3/4 of the sum) would
+            // be a burst, so it is told 10 + 4 and an ssthresh of its share to slow-start there.
+            let r = g
+                .update(FlowId(1), ca(10.0, 20.0).with_in_flight(10.0))
+                .unwrap()
+                .unwrap();
+            let before = g.sum_cwnd();
+            let share = 0.75 * before;
+            assert!(share > 20.0, "{}: {share}", g.name());
+            assert_eq!(r.cwnd_pkts, 14.0, "{}", g.name());
+            assert!(r.ssthresh_pkts >= share, "{}: {r:?}", g.name());
+            let r = g
+                .update(
+                    FlowId(1),
+                    TcpUpdate::new(share - 0.5, r.ssthresh_pkts, SlowStart)
+                        .with_in_flight(share - 0.5),
+                )
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                g.sum_cwnd(),
+                before,
+                "{}: the climb is not growth",
+                g.name()
+            );
+            assert!((r.cwnd_pkts - share).abs() < 1e-9, "{}: {r:?}", g.name());
+            g.update(FlowId(1), ca(share + 2.0, r.ssthresh_pkts))
+                .unwrap();
+            assert!(
+                g.sum_cwnd() > before,
+                "{}: growth past the share counts",
+                g.name()
+            );
+        }
     }
 
     #[test]
