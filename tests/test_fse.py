@@ -48,6 +48,23 @@ def test_active_shares_s_cr_by_priority():
     assert g.sum_priority == 1.5
 
 
+@pytest.mark.parametrize("algorithm", ["active", "conservative_active", "simple_passive", "passive"])
+def test_tiny_priorities_give_finite_rates(algorithm):
+    # Issue 11's reproducer: two flows of priority 5e-324 made the active FSE return rate = inf.
+    g = mf.FseGroup(algorithm)
+    g.register(1, 5e-324, 2 * MBPS)
+    g.register(2, 5e-324, 2 * MBPS)
+    out = g.update(1, 2 * MBPS, now_ns=10 * MS, rtt_s=0.05)
+    assert out.rate_bps == 2 * MBPS
+    assert all(r == 2 * MBPS for _, r in out.assignments), out.assignments
+    # 1e12 joins; the tiny flow leaves: S_P is the remaining flow's, not cancelled to 0.
+    g.register(3, 1e12, 1 * MBPS, now_ns=10 * MS)
+    g.leave(2)
+    g.leave(3)
+    assert g.sum_priority == 5e-324
+    assert g.update(1, 1 * MBPS, now_ns=20 * MS, rtt_s=0.05).rate_bps > 0
+
+
 def test_active_caps_each_flow_by_its_own_desired_rate():
     g = mf.FseGroup("active")
     g.register(1, 1.0, 5 * MBPS)

@@ -28,6 +28,17 @@
 //! - S_CR never goes below 0 (Algorithm 3 can drive it negative when flows update with rates below
 //!   their shares) and a TLO increment never below 0 (App. C's `(P(f)/S_P)*S_CR - DR(f)` is negative
 //!   when DR exceeds the share, and a negative leftover would take rate away from the next flow).
+//! - Shares are computed as `(P(i)/S_P) * S_CR` with the fraction clamped to [0, 1]
+//!   (`units::share`), not `P(i) * S_CR / S_P`: with priorities down to 5e-324 the latter
+//!   overflowed (two flows of priority 5e-324 got rate = inf). S_P is rebuilt from the flows when a
+//!   removal cancels it below what a running sum can resolve (priorities 1e12 and 1e-75, the larger
+//!   leaving, otherwise left S_P = 0 and every rate 0) (issue 11).
+//! - Rate steps (issue 11's audit): no rate told exceeds S_CR (passive: S_CR plus the leftover TLO),
+//!   property-tested over priorities spanning the whole accepted range. A told rate can be far above
+//!   the flow's own CC_R (a high-priority joiner gets its share at once); rate-based senders pace, so
+//!   this is a step in rate, not a burst of packets, and the active algorithms lower the other
+//!   flows' rates in the same call. The passive algorithms change only the updating flow's rate, so
+//!   the rates in use can sum to more than S_CR until the others update.
 //!
 //! Passive updates and registration are O(1): S_P and the sum of FSE_R are kept incrementally (and
 //! recomputed exactly every `len + 64` operations so floating-point drift stays bounded). Active
@@ -35,7 +46,9 @@
 
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
-use crate::units::{check_desired_rate, check_priority, check_rate, Duration, Instant, RunningSum};
+use crate::units::{
+    check_desired_rate, check_priority, check_rate, share, Duration, Instant, RunningSum,
+};
 use rustc_hash::FxHashMap;
 
 /// The FSE algorithm a flow group runs. The same algorithm applies to all flows of a group
@@ -347,7 +360,7 @@ impl FseGroup {
                 // Algorithm 3 lines 2-6.
                 self.out.clear();
                 self.s_cr = (self.s_cr + cc_r - self.flows[i].fse_rate).max(0.0);
-                let rate = self.flows[i].priority * self.s_cr / self.s_p.value();
+                let rate = share(self.flows[i].priority, self.s_cr, self.s_p.value());
                 self.set_fse_rate(i, rate);
                 rate
             }
@@ -379,12 +392,12 @@ impl FseGroup {
         // (c) stopped flows are deleted here; S_P is already their sum.
         self.departed = 0.0;
         let p = self.flows[i].priority;
-        let share = p / self.s_p.value() * self.s_cr;
+        let own = share(p, self.s_cr, self.s_p.value());
         if self.flows[i].desired < self.flows[i].fse_rate {
-            self.tlo += (share - self.flows[i].desired).max(0.0);
+            self.tlo += (own - self.flows[i].desired).max(0.0);
         }
         // (d)
-        let rate = new_dr.min(share + self.tlo);
+        let rate = new_dr.min(own + self.tlo);
         if rate != new_dr && self.tlo > 0.0 {
             self.tlo = 0.0; // f has 'taken' TLO
         }
@@ -399,12 +412,12 @@ impl FseGroup {
     /// Step (c) of the active algorithms: FSE_R(i) = min(DR(i), P(i) * S_CR / S_P) for all i.
     fn distribute(&mut self) {
         self.out.clear();
-        let s_p = self.s_p.value();
-        let scale = if s_p > 0.0 { self.s_cr / s_p } else { 0.0 };
+        let (s_p, s_cr) = (self.s_p.value(), self.s_cr);
         // A fresh sum of non-negative terms: plain addition is accurate here.
         let mut sum = 0.0;
         for e in &mut self.flows {
-            e.fse_rate = e.desired.min(e.priority * scale);
+            // (P / S_P) * S_CR, not P * (S_CR / S_P): the latter overflows for tiny priorities.
+            e.fse_rate = e.desired.min(share(e.priority, s_cr, s_p));
             sum += e.fse_rate;
             self.out.push(Assignment {
                 flow: e.id,
@@ -418,6 +431,8 @@ impl FseGroup {
         self.sum_fse_r.sub(self.flows[i].fse_rate);
         self.sum_fse_r.add(rate);
         self.flows[i].fse_rate = rate;
+        self.sum_fse_r
+            .settle(|| self.flows.iter().map(|e| e.fse_rate));
     }
 
     /// Changes a flow's priority (seed 003 Fig. 5.13, 6.6). Active algorithms redistribute at once
@@ -436,6 +451,7 @@ impl FseGroup {
         self.s_p.sub(self.flows[i].priority);
         self.s_p.add(priority);
         self.flows[i].priority = priority;
+        self.s_p.settle(|| self.flows.iter().map(|e| e.priority));
         self.out.clear();
         if self.algorithm.is_active() {
             self.distribute();
@@ -455,6 +471,9 @@ impl FseGroup {
         }
         self.s_p.sub(e.priority);
         self.sum_fse_r.sub(e.fse_rate);
+        self.s_p.settle(|| self.flows.iter().map(|e| e.priority));
+        self.sum_fse_r
+            .settle(|| self.flows.iter().map(|e| e.fse_rate));
         self.out.clear();
         if self.flows.is_empty() {
             // The group is gone; whoever owns it drops it. Reset so a reused group starts clean.
@@ -690,6 +709,41 @@ mod tests {
 
     fn rates(out: &[Assignment]) -> Vec<f64> {
         out.iter().map(|a| a.rate_bps / MBPS).collect()
+    }
+
+    /// Issue 11's reproducer: two flows of priority 5e-324 made the active FSE return rate = inf
+    /// (`S_CR / S_P` overflows). Every algorithm must give each flow half of S_CR, and priorities
+    /// at the two ends of the accepted range must split S_CR by their ratio without overflow.
+    #[test]
+    fn priorities_at_the_ends_of_the_range_stay_finite() {
+        for a in Algorithm::ALL {
+            let mut g = FseGroup::new(a);
+            g.register(FlowId(1), 5e-324, 2.0 * MBPS, t(0)).unwrap();
+            g.register(FlowId(2), 5e-324, 2.0 * MBPS, t(0)).unwrap();
+            let u = FseUpdate::new(2.0 * MBPS, t(10)).rtt(Duration::from_millis(50));
+            let r = g.update(FlowId(1), u).unwrap().rate_bps;
+            assert_eq!(r, 2.0 * MBPS, "{}", a.name());
+
+            let mut g = FseGroup::new(a);
+            g.register(FlowId(1), 5e-324, 1.0 * MBPS, t(0)).unwrap();
+            g.register(FlowId(2), crate::units::MAX_PRIORITY, 1.0 * MBPS, t(0))
+                .unwrap();
+            // Each flow reports the rate it uses, so S_CR stays 2 Mbit/s and goes to flow 2.
+            for (f, expected) in [(1, 0.0), (2, 2.0 * MBPS)] {
+                let cc = g.flow(FlowId(f)).unwrap().fse_rate_bps;
+                let u = FseUpdate::new(cc, t(10)).rtt(Duration::from_millis(50));
+                let r = g.update(FlowId(f), u).unwrap().rate_bps;
+                assert!(
+                    r.is_finite() && r <= g.sum_calculated_rate(),
+                    "{}: {r}",
+                    a.name()
+                );
+                if a != Algorithm::Passive {
+                    // Passive gives a flow the leftover as well; its own tests cover that.
+                    assert!((r - expected).abs() < 1.0, "{}: flow {f} {r}", a.name());
+                }
+            }
+        }
     }
 
     #[test]

@@ -181,6 +181,18 @@ pub fn check_window(field: &'static str, pkts: f64) -> Result<f64, Error> {
     }
 }
 
+/// A priority-weighted share of a sum, `P * sum / sum_P` computed as `(P / sum_P) * sum` with the
+/// fraction clamped to [0, 1], so priorities anywhere in the accepted range (down to the smallest
+/// subnormal, up to [`MAX_PRIORITY`]) neither overflow nor give a share above the sum (issue 11).
+/// Used by every coupler: the FSE's rates and the TCP couplers' windows.
+pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
+    if sum_p > 0.0 {
+        (p / sum_p).clamp(0.0, 1.0) * sum
+    } else {
+        0.0
+    }
+}
+
 /// A priority: > 0 and <= [`MAX_PRIORITY`]. Only its portion of the group's sum matters (RFC 8699
 /// sec. 5.2).
 pub fn check_priority(p: f64) -> Result<f64, Error> {
@@ -198,10 +210,18 @@ pub fn check_priority(p: f64) -> Result<f64, Error> {
 /// A running sum that values are added to and removed from (S_P, the sum of FSE_R), kept with
 /// Neumaier's compensated summation so that adding and later removing values of very different
 /// magnitude (priorities 1e12 and 1e-3) leaves the right total instead of rounding residue.
+///
+/// No fixed precision spans the whole priority range (1e12 down to 5e-324): after adding 1e12 and
+/// 1e-75 and removing 1e12 the compensated value is 0. [`Self::is_reliable`] says when the value
+/// has fallen below what the sum can resolve against everything that went through it, and
+/// [`Self::settle`] then rebuilds it from the owner's values: O(n), but only after such a
+/// cancellation (issue 11).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RunningSum {
     sum: f64,
     comp: f64,
+    /// The sum of |x| over everything added or removed since the sum was last built.
+    magnitude: f64,
 }
 
 impl RunningSum {
@@ -213,6 +233,7 @@ impl RunningSum {
             self.comp += (x - t) + self.sum;
         }
         self.sum = t;
+        self.magnitude += x.abs();
     }
 
     pub fn sub(&mut self, x: f64) {
@@ -223,9 +244,26 @@ impl RunningSum {
         self.sum + self.comp
     }
 
+    /// True while the value is well above the compensated sum's error bound (about 1e-32 of the
+    /// magnitude per operation; 1e-16 leaves room for 1e16 operations) and not negative.
+    pub fn is_reliable(&self) -> bool {
+        self.magnitude == 0.0 || self.value() > self.magnitude * 1e-16
+    }
+
+    /// Rebuilds the sum from `values` (the owner's current terms) if it is not reliable.
+    pub fn settle<I: IntoIterator<Item = f64>>(&mut self, values: impl FnOnce() -> I) {
+        if !self.is_reliable() {
+            *self = RunningSum::of(values());
+        }
+    }
+
     /// A sum that starts at `v`.
     pub fn from_value(v: f64) -> Self {
-        RunningSum { sum: v, comp: 0.0 }
+        RunningSum {
+            sum: v,
+            comp: 0.0,
+            magnitude: v.abs(),
+        }
     }
 
     /// The compensated sum of `values`, to restart from.
@@ -257,6 +295,25 @@ mod tests {
         }
         assert_eq!(plain, -1.0, "the plain sum is what went wrong");
         assert_eq!(RunningSum::of([1e17, 1.0, 1.0, -1e17, -1.0]).value(), 1.0);
+    }
+
+    /// Priorities 80 decades apart: removing the large one leaves a value no fixed-precision sum
+    /// resolves; the sum says so and `settle` rebuilds it from the remaining terms.
+    #[test]
+    fn running_sum_knows_when_cancellation_ate_it() {
+        let mut s = RunningSum::of([2e-14, 4.7e-75, 1e12]);
+        s.sub(1e12);
+        s.sub(2e-14);
+        assert!(!s.is_reliable(), "{s:?}");
+        s.settle(|| [4.7e-75]);
+        assert_eq!(s.value(), 4.7e-75);
+        assert!(s.is_reliable());
+        let mut s = RunningSum::of([1e12, 1e-3]);
+        s.sub(1e12);
+        assert!(s.is_reliable(), "exact here: {s:?}");
+        s.settle(|| -> [f64; 0] { panic!("no rebuild needed") });
+        assert_eq!(s.value(), 1e-3);
+        assert!(RunningSum::default().is_reliable());
     }
 
     #[test]

@@ -140,6 +140,7 @@ impl Ensemble {
         self.index.remove(&conn);
         let c = self.conns.remove(&seq).expect("registered");
         self.sum_p.sub(c.p);
+        self.sum_p.settle(|| self.conns.values().map(|c| c.p));
         if self.conns.is_empty() {
             *self = Ensemble {
                 next_seq: self.next_seq,
@@ -157,6 +158,7 @@ impl Ensemble {
         self.sum_p.sub(c.p);
         self.sum_p.add(priority);
         c.p = priority;
+        self.sum_p.settle(|| self.conns.values().map(|c| c.p));
         Ok(())
     }
 

@@ -618,6 +618,8 @@ impl TcpCoupler for TcpCcc {
         self.index.remove(&conn);
         self.order.remove(&c.seq);
         self.sum_p.sub(c.p);
+        self.sum_p
+            .settle(|| self.slots.iter().flatten().map(|c| c.p));
         self.event = next_event;
         if let Some(next) = next_coco {
             self.make_coco(next);
@@ -645,6 +647,8 @@ impl TcpCoupler for TcpCcc {
         let old = std::mem::replace(&mut c.p, priority);
         self.sum_p.sub(old);
         self.sum_p.add(priority);
+        self.sum_p
+            .settle(|| self.slots.iter().flatten().map(|c| c.p));
         self.after_op();
         Ok(())
     }

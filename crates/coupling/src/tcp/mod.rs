@@ -29,6 +29,7 @@ pub use ccc::TcpCcc;
 
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
+pub(crate) use crate::units::share;
 use crate::units::{check_priority, check_window};
 use std::fmt::Debug;
 
@@ -360,17 +361,6 @@ pub const MIN_SSTHRESH_PKTS: f64 = 2.0;
 /// A connection's share of the aggregate ssthresh, at least [`MIN_SSTHRESH_PKTS`].
 pub(crate) fn ssthresh_share(p: f64, sum: f64, sum_p: f64) -> f64 {
     share(p, sum, sum_p).max(MIN_SSTHRESH_PKTS)
-}
-
-/// A priority-weighted share of a sum, `P * sum / sum_P` computed as `(P / sum_P) * sum` with the
-/// fraction clamped to [0, 1], so priorities anywhere in the accepted range (down to the smallest
-/// subnormal, up to 1e12) neither overflow nor give a share above the sum (issue 11).
-pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
-    if sum_p > 0.0 {
-        (p / sum_p).clamp(0.0, 1.0) * sum
-    } else {
-        0.0
-    }
 }
 
 /// The largest window an answer to `u` may tell the connection: its own controller's window, or
