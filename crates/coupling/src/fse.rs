@@ -47,7 +47,7 @@
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
 use crate::units::{
-    check_desired_rate, check_priority, check_rate, share, Duration, Instant, RunningSum,
+    check_desired_rate, check_priority, check_rate, share, Duration, Instant, RunningSum, Shares,
 };
 use rustc_hash::FxHashMap;
 
@@ -412,12 +412,12 @@ impl FseGroup {
     /// Step (c) of the active algorithms: FSE_R(i) = min(DR(i), P(i) * S_CR / S_P) for all i.
     fn distribute(&mut self) {
         self.out.clear();
-        let (s_p, s_cr) = (self.s_p.value(), self.s_cr);
+        // (P / S_P) * S_CR, not P * (S_CR / S_P): the latter overflows for tiny priorities.
+        let shares = Shares::new(self.s_cr, self.s_p.value());
         // A fresh sum of non-negative terms: plain addition is accurate here.
         let mut sum = 0.0;
         for e in &mut self.flows {
-            // (P / S_P) * S_CR, not P * (S_CR / S_P): the latter overflows for tiny priorities.
-            e.fse_rate = e.desired.min(share(e.priority, s_cr, s_p));
+            e.fse_rate = e.desired.min(shares.of(e.priority));
             sum += e.fse_rate;
             self.out.push(Assignment {
                 flow: e.id,
