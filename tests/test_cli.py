@@ -31,6 +31,20 @@ def test_run_stores_parquet_with_a_manifest_and_does_not_repeat(tmp_path):
     assert not list(tmp_path.glob(".partial-*")), "no half-written results left"
 
 
+def test_a_rebuilt_engine_does_not_reuse_stored_runs(tmp_path, monkeypatch):
+    import macroflow.results as results
+
+    sc = load(EXAMPLE).model_copy(update={"duration_s": 2.0})
+    version = results.code_version()
+    assert version.startswith(results.__version__ + "+"), version
+    a = run_to_store(sc, tmp_path)
+    assert json.loads((a / "manifest.json").read_text())["version"] == version
+    # Another build of the same package version: a new key, so the run is computed again.
+    monkeypatch.setattr(results, "code_version", lambda: version + "-rebuilt")
+    b = run_to_store(sc, tmp_path)
+    assert b != a and (b / "manifest.json").exists()
+
+
 def test_cli_run_list_help_and_errors(tmp_path):
     r = cli("run", str(EXAMPLE), "--out", str(tmp_path), "--duration", "3")
     assert r.returncode == 0, r.stderr

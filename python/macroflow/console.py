@@ -3,17 +3,14 @@ run, runs done and time left for a sweep) and the PASS/FAIL table of a reproduct
 
 from __future__ import annotations
 
-import json
-import pathlib
 from typing import Callable, Tuple
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from macroflow.sweeps import SweepProgress
 
-__all__ = ["console", "sweep_progress", "print_checks"]
+__all__ = ["console", "sweep_progress"]
 
 #: Progress goes to stderr, so stdout carries only results.
 console = Console(stderr=True)
@@ -45,15 +42,3 @@ def sweep_progress(title: str, quiet: bool) -> Tuple[Progress, Callable[[SweepPr
             prog.stop()
 
     return prog, update
-
-
-def print_checks(root: pathlib.Path) -> None:
-    rep = json.loads((root / "reproduction.json").read_text())
-    table = Table(title=rep["title"])
-    for col in ("check", "expected", "ours", ""):
-        table.add_column(col)
-    for c in rep["checks"]:
-        table.add_row(c["name"], c["expected"], c["ours"], "[green]PASS[/]" if c["passed"] else "[red]FAIL[/]")
-    Console().print(table)
-    passed = sum(c["passed"] for c in rep["checks"])
-    Console().print(f"{passed} of {len(rep['checks'])} checks pass")

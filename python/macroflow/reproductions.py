@@ -514,7 +514,7 @@ def _reproduce_flow(rep: Reproduction, out: Optional[Union[str, pathlib.Path]], 
     import multiprocessing as mp
     import os
 
-    from macroflow._native import __version__
+    from macroflow.results import code_version
 
     patterns = seeds if seeds is not None else (rep.quick_seeds if quick else rep.seeds)
     if patterns < 1:
@@ -522,7 +522,7 @@ def _reproduce_flow(rep: Reproduction, out: Optional[Union[str, pathlib.Path]], 
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     root = pathlib.Path(out) if out is not None else pathlib.Path("out/reproductions") / rep.name
-    meta = {"patterns": patterns, "quick": quick, "version": __version__}
+    meta = {"patterns": patterns, "quick": quick, "version": code_version()}
     checks: Dict[str, List[Dict[str, Any]]] = {}
     for p in rep.flow_parts:
         f = root / p / "flow.json"

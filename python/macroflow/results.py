@@ -17,6 +17,7 @@ leftover partial directories are ignored, and removed by the next sweep when the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ from macroflow.metrics import summarize
 from macroflow.scenario import Scenario, TcpFlow, run
 
 __all__ = [
+    "code_version",
     "run_key",
     "compute_run",
     "store_run",
@@ -45,9 +47,25 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=None)
+def code_version() -> str:
+    """The package version and a fingerprint of the code that decides what a run stores: the
+    compiled engine (the native library's bytes) and the Python modules that validate scenarios
+    and summarise runs. Results are keyed by it, so a rebuilt engine never reuses runs stored by
+    an older build of the same version (issue 11's review: out/ kept stale runs)."""
+    import macroflow._native as native
+    import macroflow.metrics as metrics
+    import macroflow.scenario as scenario
+
+    h = hashlib.sha256()
+    for path in (native.__file__, metrics.__file__, scenario.__file__, __file__):
+        h.update(pathlib.Path(str(path)).read_bytes())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
 def run_key(sc: Scenario) -> str:
     """The hash that names a run: the validated scenario (parameters and seed) and the code version."""
-    blob = json.dumps({"scenario": sc.model_dump(mode="json"), "version": __version__}, sort_keys=True)
+    blob = json.dumps({"scenario": sc.model_dump(mode="json"), "version": code_version()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -87,7 +105,7 @@ def compute_run(
         "seed": sc.seed,
         "priorities": prio,
         "summary": summarize(tables, {int(k): v for k, v in prio.items()}),
-        "version": __version__,
+        "version": code_version(),
         "tables": sorted(tables),
         "rows": {name: t.num_rows for name, t in tables.items()},
     }

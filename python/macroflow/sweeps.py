@@ -26,8 +26,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from macroflow._native import __version__
-from macroflow.results import clean_partials, compute_run, is_stored, run_key, store_run, write_json_atomic
+from macroflow.results import clean_partials, code_version, compute_run, is_stored, run_key, store_run, write_json_atomic
 from macroflow.scenario import Scenario, ScenarioError, validate
 
 __all__ = ["Job", "SweepError", "parse_setting", "set_path", "plan", "sweep", "SweepProgress"]
@@ -232,7 +231,7 @@ def sweep(
         out / "sweep.json",
         {
             **dict(meta or {}),
-            "version": __version__,
+            "version": code_version(),
             "runs": [{"key": j.key, "params": j.params, "seed": j.scenario.seed} for j in jobs],
         },
     )
