@@ -47,7 +47,7 @@
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
 use crate::units::{
-    check_desired_rate, check_priority, check_rate, share, Duration, Instant, RunningSum, Shares,
+    check_desired_rate, check_priority, check_rate, share, Duration, Instant, RunningSum,
 };
 use rustc_hash::FxHashMap;
 
@@ -413,11 +413,11 @@ impl FseGroup {
     fn distribute(&mut self) {
         self.out.clear();
         // (P / S_P) * S_CR, not P * (S_CR / S_P): the latter overflows for tiny priorities.
-        let shares = Shares::new(self.s_cr, self.s_p.value());
+        let (s_cr, s_p) = (self.s_cr, self.s_p.value());
         // A fresh sum of non-negative terms: plain addition is accurate here.
         let mut sum = 0.0;
         for e in &mut self.flows {
-            e.fse_rate = e.desired.min(shares.of(e.priority));
+            e.fse_rate = e.desired.min(share(e.priority, s_cr, s_p));
             sum += e.fse_rate;
             self.out.push(Assignment {
                 flow: e.id,

@@ -186,45 +186,12 @@ pub fn check_window(field: &'static str, pkts: f64) -> Result<f64, Error> {
 /// subnormal, up to [`MAX_PRIORITY`]) neither overflow nor give a share above the sum (issue 11).
 /// Used by every coupler: the FSE's rates and the TCP couplers' windows.
 pub(crate) fn share(p: f64, sum: f64, sum_p: f64) -> f64 {
-    Shares::new(sum, sum_p).of(p)
-}
-
-/// [`share`] for many priorities against one sum (the active FSE's every-flow loop): one division
-/// up front instead of one per flow, while `1 / sum_P` is finite (it is not once sum_P is below
-/// `f64::MIN_POSITIVE`, and then each share divides).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Shares {
-    sum: f64,
-    sum_p: f64,
-    inv_sum_p: f64,
-}
-
-impl Shares {
-    pub(crate) fn new(sum: f64, sum_p: f64) -> Self {
-        if sum_p > 0.0 {
-            Shares {
-                sum,
-                sum_p,
-                inv_sum_p: 1.0 / sum_p,
-            }
-        } else {
-            // No priorities: every share is 0.
-            Shares {
-                sum: 0.0,
-                sum_p: 1.0,
-                inv_sum_p: 1.0,
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn of(&self, p: f64) -> f64 {
-        let fraction = if self.inv_sum_p.is_finite() {
-            p * self.inv_sum_p
-        } else {
-            p / self.sum_p
-        };
-        fraction.clamp(0.0, 1.0) * self.sum
+    if sum_p > 0.0 {
+        // A division per share, not a reciprocal once per sum: a flow alone gets exactly the sum
+        // (p / p == 1), and a sum fed back from its own share does not creep by an ulp per report.
+        (p / sum_p).clamp(0.0, 1.0) * sum
+    } else {
+        0.0
     }
 }
 

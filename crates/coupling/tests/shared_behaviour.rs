@@ -14,17 +14,41 @@ const KINDS: [CouplerKind; 4] = [
     CouplerKind::Efcm,
 ];
 
-/// A flow alone in its group is not changed by any FSE algorithm: it gets its controller's rate.
+/// A flow alone in its group is not changed by any FSE algorithm: it gets its controller's rate,
+/// exactly, whatever its priority (a share computed through a rounded reciprocal of S_P was off
+/// by an ulp at priority 49).
 #[test]
 fn every_fse_algorithm_is_transparent_for_a_single_flow() {
     for a in Algorithm::ALL {
-        let mut g = FseGroup::new(a);
-        g.register(FlowId(1), 0.3, 1e6, Instant::ZERO).unwrap();
-        for (k, cc) in [2e6, 3e6, 1.5e6, 0.75e6, 5e6].into_iter().enumerate() {
-            let now = Instant::from_secs(10 * (k as u64 + 1)); // past any conservative timer
-            let u = FseUpdate::new(cc, now).rtt(coupling::Duration::from_millis(100));
-            let r = g.update(FlowId(1), u).unwrap().rate_bps;
-            assert!((r - cc).abs() < 1e-6, "{}: {cc} -> {r}", a.name());
+        for p in [0.3, 49.0, 5e-324, 1e12] {
+            let mut g = FseGroup::new(a);
+            g.register(FlowId(1), p, 1e6, Instant::ZERO).unwrap();
+            for (k, cc) in [2e6, 3e6, 1.5e6, 0.75e6, 5e6].into_iter().enumerate() {
+                let now = Instant::from_secs(10 * (k as u64 + 1)); // past any conservative timer
+                let u = FseUpdate::new(cc, now).rtt(coupling::Duration::from_millis(100));
+                let r = g.update(FlowId(1), u).unwrap().rate_bps;
+                assert_eq!(r, cc, "{} at priority {p}", a.name());
+            }
+        }
+    }
+}
+
+/// A connection alone in a TCP group is told its own window back, exactly, at any priority, and
+/// reports of an unchanged window leave the aggregate unchanged.
+#[test]
+fn every_tcp_coupler_is_transparent_for_a_single_connection() {
+    for kind in KINDS {
+        for p in [0.3, 49.0, 5e-324, 1e12] {
+            let mut c = kind.build();
+            c.register(FlowId(1), p, 10.0, 1e9).unwrap();
+            let before = c.sum_cwnd();
+            for _ in 0..100 {
+                let u = TcpUpdate::new(10.0, 1e9, coupling::tcp::TcpState::SlowStart)
+                    .with_in_flight(10.0);
+                let r = c.update(FlowId(1), u).unwrap().unwrap();
+                assert_eq!(r.cwnd_pkts, 10.0, "{} at priority {p}", c.name());
+            }
+            assert_eq!(c.sum_cwnd(), before, "{} at priority {p}", c.name());
         }
     }
 }
