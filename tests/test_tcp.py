@@ -200,8 +200,8 @@ def test_handover_releases_one_segment_per_n_acks():
     g.register(1, 1.0, 100.0, 1e9)
     g.update(1, 100.0, 50.0, "CA")
     r = g.register(2, 1.0, 0.0, 1e9)
-    assert r.cwnd_pkts == 0.0, "a joiner sends nothing until ACKs release segments"
-    assert g.conn(2).handover == (0, 50.0)
+    assert r.cwnd_pkts == 1.0, "a joiner sends one segment until ACKs release more"
+    assert g.conn(2).handover == (1, 50.0)
     assert g.handovers_running == 1
     per_ack = []
     last = None
@@ -214,7 +214,7 @@ def test_handover_releases_one_segment_per_n_acks():
             if last.done:
                 break
     assert all(k <= 1 for k in per_ack), "never more than one segment per ACK"
-    assert len(per_ack) == 99
+    assert len(per_ack) == 97  # the 49 segments after the first, on ACKs 0, 2, ..., 96
     assert (last.cwnd_pkts, last.done) == (50.0, True)
     assert g.handovers_running == 0
     assert g.conn(2).handover is None
@@ -385,7 +385,7 @@ def test_reprs():
     h = mf.TcpCoupler("ccc_handover")
     h.register(1, 1.0, 10.0, 1e9)
     h.register(2, 1.0, 0.0, 1e9)
-    assert repr(h.on_ack(1)) == "[Release(conn=2, cwnd_pkts=1.0, done=False)]"
+    assert repr(h.on_ack(1)) == "[Release(conn=2, cwnd_pkts=2.0, done=False)]"
 
 
 # --- TcpGroups -------------------------------------------------------------------------------

@@ -551,6 +551,8 @@ struct Reno {
     ssthresh: f64,
     fr: bool,
     in_flight: f64,
+    /// Timed out and has not reported since: another timeout is a repeated RTO.
+    rto_pending: bool,
 }
 
 impl Reno {
@@ -576,9 +578,10 @@ const EPS: f64 = 1e-9;
 /// Drives `kind` with `ops`, checking after every call: every answer allows no burst beyond
 /// `max_burst` (told cwnd <= max(own cwnd, in flight + max_burst, 1)); a release adds at most one
 /// segment; everything stays finite. For ctrlTCP also: the aggregate decreases only when a loss
-/// event begins (an FR entry, or a timeout of a connection not in FR and not already timed out,
+/// event begins (an FR entry, or a timeout of a connection not in FR and not a repeated RTO,
 /// while no event is in progress) or when every connection has timed out, and always does when
-/// one begins; and `reductions()` counts exactly those.
+/// one begins; and `reductions()` counts exactly those. A timeout is a repeated RTO (no event) if
+/// the connection has not reported since its last one.
 fn run_reno(
     kind: CouplerKind,
     max_burst: f64,
@@ -624,6 +627,7 @@ fn run_reno(
                     ssthresh: 1e9,
                     fr: false,
                     in_flight: 0.0,
+                    rto_pending: false,
                 };
                 s.apply(r.cwnd_pkts, r.ssthresh_pkts);
                 senders[i] = Some(s);
@@ -685,7 +689,7 @@ fn run_reno(
             RenoOp::Timeout => {
                 let v = view.unwrap();
                 let all_others_timed_out = g!().conns().iter().all(|c| c.conn == id || c.timed_out);
-                must_reduce = quiet && !s.fr && !v.timed_out && v.state != TcpState::FastRecovery;
+                must_reduce = quiet && !s.fr && !s.rto_pending && v.state != TcpState::FastRecovery;
                 may_reduce = all_others_timed_out;
                 s.ssthresh = (s.in_flight / 2.0).max(2.0);
                 s.cwnd = 1.0;
@@ -712,6 +716,7 @@ fn run_reno(
         let u = update.unwrap();
         let r = g!().update(id, u).unwrap();
         let s = senders[i].as_mut().unwrap();
+        s.rto_pending = u.timeout;
         if let Some(r) = r {
             prop_assert!(
                 r.cwnd_pkts.is_finite() && r.ssthresh_pkts.is_finite(),
@@ -781,6 +786,24 @@ fn run_reno(
                     sum_before,
                     sum
                 );
+            }
+            // An event is owned by a connection in FR or timed out; a completed recovery ends one
+            // begun by a timeout (its owner may be silent through RTO backoff).
+            if let Some(e) = c.loss_event() {
+                let v = c.conn(e).unwrap();
+                prop_assert!(
+                    v.state == TcpState::FastRecovery || v.timed_out,
+                    "{:?} owns the event",
+                    v
+                );
+                if matches!(op, RenoOp::ExitFr) {
+                    prop_assert_eq!(
+                        v.state,
+                        TcpState::FastRecovery,
+                        "an FR exit left {:?}'s event open",
+                        v
+                    );
+                }
             }
             let most = if must_reduce && may_reduce { 2 } else { 1 };
             prop_assert!(reduced <= most, "{:?}: {} reductions", op, reduced);

@@ -38,8 +38,8 @@ struct Conn {
     /// The connection's part of the ensemble's ssthresh (what leaves with it).
     ssthresh: f64,
     /// The ssthresh it was last told: `ssthresh`, or higher while it catches up to its share.
-    /// EFCM measures a connection's own ssthresh change against this, so the catch-up part never
-    /// enters the shared sum.
+    /// A report of anything else is the connection's own change (a loss), which EFCM measures
+    /// against `ssthresh`, so the catch-up part never enters the shared sum.
     told_ssthresh: f64,
     /// Growth above this counts as the connection's own: the window it was told, or, while it is
     /// behind, the share it is catching up to (that share is in the sum already).
@@ -318,9 +318,17 @@ impl TcpCoupler for Efcm {
     fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
         let seq = self.e.seq(conn)?;
         u.check()?;
-        let (stored_cwnd, stored_ssthresh) = {
+        let (stored_cwnd, ssthresh_change) = {
             let c = &self.e.conns[&seq];
-            (c.cwnd, c.told_ssthresh)
+            let changed = u.ssthresh_pkts != c.told_ssthresh;
+            (
+                c.cwnd,
+                if changed {
+                    u.ssthresh_pkts - c.ssthresh
+                } else {
+                    0.0
+                },
+            )
         };
         self.e.conns.get_mut(&seq).expect("registered").state = u.state;
         if u.state == TcpState::FastRecovery {
@@ -333,7 +341,7 @@ impl TcpCoupler for Efcm {
             self.e.growth(seq, u.cwnd_pkts)
         };
         self.e.sum_cwnd = (self.e.sum_cwnd + change).max(0.0);
-        self.e.sum_ssthresh = (self.e.sum_ssthresh + u.ssthresh_pkts - stored_ssthresh).max(0.0);
+        self.e.sum_ssthresh = (self.e.sum_ssthresh + ssthresh_change).max(0.0);
         Ok(Some(self.e.assign(seq, &u)))
     }
 
@@ -451,6 +459,28 @@ mod tests {
                 g.name()
             );
         }
+    }
+
+    /// Review of issue 11: a connection told a catch-up ssthresh that then has a loss changed the
+    /// shared ssthresh by (its new ssthresh - the catch-up value), which emptied the sum; its own
+    /// change is measured against its part of the ensemble's ssthresh.
+    #[test]
+    fn efcm_loss_while_catching_up_changes_the_sum_by_its_own_part() {
+        let mut g = Efcm::default();
+        g.register(FlowId(1), 1.0, 30.0, 5.0).unwrap();
+        g.register(FlowId(2), 1.0, 30.0, 5.0).unwrap();
+        g.set_priority(FlowId(1), 3.0).unwrap();
+        let r = g
+            .update(FlowId(1), ca(10.0, 5.0).with_in_flight(10.0))
+            .unwrap()
+            .unwrap();
+        assert!(r.ssthresh_pkts > 20.0, "catching up: {r:?}");
+        let (sum, part) = (g.sum_ssthresh(), 0.75 * g.sum_ssthresh());
+        g.update(FlowId(1), TcpUpdate::new(10.0, 5.0, FastRecovery))
+            .unwrap();
+        g.update(FlowId(1), ca(5.0, 5.0).with_in_flight(5.0))
+            .unwrap();
+        assert_eq!(g.sum_ssthresh(), sum + 5.0 - part);
     }
 
     #[test]

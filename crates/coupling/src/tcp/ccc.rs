@@ -30,12 +30,14 @@
 //!    event and becomes the CoCo (line 6). Leaving FR reduces nothing (line 20 applies only to a
 //!    decrease the CoCo reports outside a loss event).
 //! 2. **One reduction per loss event, always.** The event lasts until its owner leaves FR or, if
-//!    its FR ended in a timeout, until it is back at its share. A connection entering FR during the
-//!    event belongs to it (line 5's purpose: "one reduction only for the full duration of one
-//!    flow's FR phase"). A timeout starts no event if the connection was in FR (that FR already
-//!    counted, as the event's start or as part of one) or is still recovering from an earlier
-//!    timeout (repeated RTOs; Linux's `tcp_enter_loss` does not reduce ssthresh again either). An
-//!    owner that leaves passes the event to a connection still in FR, if any.
+//!    it began with (or its FR ended in) a timeout, until the owner is back at its share or any
+//!    connection completes a recovery (leaves FR): a timed-out owner may stay silent through RTO
+//!    backoff, and losses after a completed recovery are new congestion. A connection entering FR
+//!    during the event belongs to it (line 5's purpose: "one reduction only for the full duration
+//!    of one flow's FR phase"). A timeout starts no event if the connection was in FR (that FR
+//!    already counted, as the event's start or as part of one) or has not reported since its last
+//!    timeout (a repeated RTO: RFC 5681 sec. 3.1 holds ssthresh for a segment the timer already
+//!    retransmitted). An owner that leaves passes the event to a connection still in FR, if any.
 //! 3. **A timed-out connection is not given its share back at once.** It is told its loss window
 //!    and an ssthresh of its current share, and its own controller slow-starts back to the share on
 //!    its own ACK clock; its timeout mark (ssbit) lasts until it is back within a segment of its
@@ -45,8 +47,9 @@
 //! 4. **No answer allows a burst** (module docs of `tcp`): a connection whose share is above what
 //!    it may send at once is told that and slow-starts up to the share. This applies to joiners
 //!    (Algorithm 5 would hand a joiner its share as one burst), to the connections that take over a
-//!    leaving connection's share (Algorithm 6), and to the timed-out ones (item 3). A connection
-//!    below its share does not grow the aggregate while it catches up.
+//!    leaving connection's share (Algorithm 6), and to the timed-out ones (item 3). In congestion
+//!    avoidance a connection below its share does not grow the aggregate while it catches up; in
+//!    the aggregate's slow start it does once it holds more than half its share (item 5).
 //! 5. **Start-up** (lines 16-41 never grow `sum_cwnd` for a CoCo in SS without a timeout, so the
 //!    first connection could never grow beyond its initial window). The aggregate slow-starts while
 //!    every connection is in SS, none carries a timeout mark, no handover runs and `sum_cwnd` is
@@ -73,7 +76,9 @@
 //!    decrease of the aggregate), so releases never exceed what the joiners are entitled to. While
 //!    any handover runs, increases do not grow the aggregate (the ACKs that clock a joiner replace
 //!    the others' cwnd increase); decreases apply as usual. A joiner that becomes the CoCo, or that
-//!    has no other connection left to clock it, ends its handover and slow-starts to its share.
+//!    has no other connection left to clock it, ends its handover and slow-starts to its share. A
+//!    joiner starts with one segment, counted as released: with none it would depend on the
+//!    others' ACKs for good and could be left at 0 when they stop (Linux allows no cwnd of 0).
 //! 9. **Floors and priorities:** a connection is never told less than one segment of cwnd
 //!    ([`super::MIN_CWND_PKTS`]: a smaller share would stall it for good) nor less than two of
 //!    ssthresh (RFC 5681). Shares are `(P / sum_P) * sum`, so every accepted priority (down to
@@ -115,6 +120,9 @@ struct Conn {
     state: TcpState,
     /// Timed out and not yet back at its share (module docs item 3).
     ssbit: bool,
+    /// Timed out and not heard from since: another timeout now is a repeated RTO of the same loss
+    /// (RFC 5681 sec. 3.1: ssthresh is held for a segment already retransmitted by the timer).
+    rto_pending: bool,
     handover: Option<Handover>,
 }
 
@@ -216,6 +224,10 @@ impl TcpCcc {
             .ok_or(Error::UnknownFlow(conn))
     }
 
+    fn in_fr(&self, slot: usize) -> bool {
+        self.c(slot).state == TcpState::FastRecovery
+    }
+
     fn share_of(&self, slot: usize) -> f64 {
         share(self.c(slot).p, self.sum_cwnd, self.sum_p.value())
     }
@@ -308,10 +320,11 @@ impl TcpCcc {
 
     /// Lines 30-40 with module docs items 2-3: `slot` has had a retransmission timeout.
     fn on_timeout(&mut self, slot: usize, old: TcpState, u: &TcpUpdate) {
-        let was_recovering = self.c(slot).ssbit;
-        if self.event.is_none() && old != TcpState::FastRecovery && !was_recovering {
+        let repeated = self.c(slot).rto_pending;
+        if self.event.is_none() && old != TcpState::FastRecovery && !repeated {
             self.begin_loss_event(slot, u);
         }
+        self.c_mut(slot).rto_pending = true;
         self.set_ssbit(slot, true);
         self.end_handover(slot);
         self.c_mut(slot).cwnd = u.cwnd_pkts.max(MIN_CWND_PKTS);
@@ -334,7 +347,7 @@ impl TcpCcc {
             return;
         }
         // Item 3: its loss window now, its share as ssthresh, slow start on its own ACK clock.
-        let target = self.share_of(slot).max(MIN_SSTHRESH_PKTS);
+        let target = ssthresh_share(self.c(slot).p, self.sum_cwnd, self.sum_p.value());
         self.c_mut(slot).ssthresh = target;
         if self.coco == Some(slot) {
             // Line 39: ACKs still arrive on connections without a timeout mark.
@@ -490,15 +503,17 @@ impl TcpCoupler for TcpCcc {
         self.sum_cwnd += cwnd_pkts;
         let target = share(priority, self.sum_cwnd, self.sum_p.value());
         let normal = self.ssthresh_for(priority, ssthresh_pkts);
+        // A joiner in handover starts with one segment (counted as released): with none it would
+        // depend on the others' ACKs for good, and could be left at 0 if they stop (a timeout, a
+        // leave); Linux does not allow a cwnd of 0 either.
         let handover = (self.handover_enabled && !first).then_some(Handover {
             target,
-            released: 0,
+            released: MIN_CWND_PKTS as u64,
             acks: 0,
         });
-        // A joiner in handover has been told 0 segments so far.
         let (cwnd, ssthresh) = if handover.is_some() {
             self.handovers.insert(seq);
-            (0.0, normal)
+            (MIN_CWND_PKTS, normal)
         } else {
             let told = TcpUpdate::new(cwnd_pkts, ssthresh_pkts, TcpState::SlowStart);
             let (cwnd, ssthresh, _) =
@@ -513,6 +528,7 @@ impl TcpCoupler for TcpCcc {
             ssthresh,
             state: TcpState::SlowStart,
             ssbit: false,
+            rto_pending: false,
             handover,
         };
         let slot = match self.free.pop() {
@@ -559,9 +575,12 @@ impl TcpCoupler for TcpCcc {
             self.after_op();
             return Ok(None);
         }
+        self.c_mut(slot).rto_pending = false;
         let leaving_fr = old == TcpState::FastRecovery;
-        if leaving_fr && self.event == Some(slot) {
-            // The event's one reduction was made when it began (item 1).
+        if leaving_fr && self.event.is_some_and(|e| e == slot || !self.in_fr(e)) {
+            // The event's one reduction was made when it began (item 1). An event begun by a
+            // timeout also ends when any connection completes a recovery (item 2): the owner may
+            // stay silent through RTO backoff, and later losses are new congestion.
             self.event = None;
         }
         // Lines 12-14.
@@ -1070,8 +1089,8 @@ mod tests {
         g.update(FlowId(1), ca(100.0, 50.0)).unwrap();
         let r = g.register(FlowId(2), 1.0, 0.0, 1e9).unwrap();
         assert_eq!(
-            r.cwnd_pkts, 0.0,
-            "a joiner sends nothing until ACKs release segments"
+            r.cwnd_pkts, 1.0,
+            "a joiner sends one segment until ACKs release more"
         );
         let mut out = Vec::new();
         let mut per_ack = Vec::new();
@@ -1087,8 +1106,9 @@ mod tests {
             per_ack.iter().all(|&k| k <= 1),
             "never more than one segment per ACK: no burst"
         );
-        // Algorithm 4 releases on ACKs 0, 2, 4, ...: 50 segments take 99 ACKs with N = 2.
-        assert_eq!(per_ack.len(), 99);
+        // Algorithm 4 releases on ACKs 0, 2, 4, ...: the 49 segments after the first take 97 ACKs
+        // with N = 2.
+        assert_eq!(per_ack.len(), 97);
         assert_eq!(out.last().unwrap().cwnd_pkts, 50.0);
         assert_eq!(g.handovers_running(), 0);
     }
@@ -1162,6 +1182,80 @@ mod tests {
         let r = g.update(FlowId(2), ss(0.0, 1e9)).unwrap().unwrap();
         assert_eq!(r.cwnd_pkts, 1.0);
         assert!(r.ssthresh_pkts >= 40.0);
+    }
+
+    /// Review of issue 11: a loss event begun by a timeout whose owner then stays silent (RTO
+    /// backoff) used to absorb every later loss of the others; one completed recovery ends it.
+    #[test]
+    fn a_silent_timed_out_owner_does_not_absorb_later_losses() {
+        let mut g = two_in_ca(1.0, 1.0);
+        g.update(FlowId(2), TcpUpdate::timeout(1.0, 7.5)).unwrap();
+        assert_eq!((g.sum_cwnd(), g.reductions()), (15.0, 1));
+        // Connection 1's FR right after the timeout is the same congestion: no new reduction.
+        g.update(FlowId(1), fr(15.0, 7.5)).unwrap();
+        assert_eq!((g.sum_cwnd(), g.reductions()), (15.0, 1));
+        g.update(FlowId(1), ca(7.5, 7.5)).unwrap();
+        assert_eq!(
+            g.loss_event(),
+            None,
+            "its recovery ended the timeout's event"
+        );
+        // Connection 2 is still backing off (a repeated RTO starts nothing); the next loss of
+        // connection 1 is a new event.
+        g.update(FlowId(2), TcpUpdate::timeout(1.0, 2.0)).unwrap();
+        assert_eq!(g.reductions(), 1, "a repeated RTO is not a new loss event");
+        g.update(FlowId(1), fr(7.5, 3.75)).unwrap();
+        assert_eq!((g.sum_cwnd(), g.reductions()), (7.5, 2));
+    }
+
+    /// Review of issue 11: after every connection timed out (any one-connection group) the
+    /// restart cleared the marks, and each repeated RTO reduced again. RFC 5681 holds ssthresh for
+    /// a segment the timer already retransmitted.
+    #[test]
+    fn repeated_rtos_hold_the_aggregate_ssthresh() {
+        let mut g = TcpCcc::new(false);
+        g.register(FlowId(1), 1.0, 10.0, 1e9).unwrap();
+        g.update(FlowId(1), ca(40.0, 20.0)).unwrap();
+        let first = g
+            .update(FlowId(1), TcpUpdate::timeout(1.0, 20.0))
+            .unwrap()
+            .unwrap();
+        let sum_ssthresh = g.sum_ssthresh();
+        assert_eq!(sum_ssthresh, 20.0);
+        for _ in 0..3 {
+            let r = g
+                .update(FlowId(1), TcpUpdate::timeout(1.0, 2.0))
+                .unwrap()
+                .unwrap();
+            assert_eq!(r, first);
+            assert_eq!(g.sum_ssthresh(), sum_ssthresh);
+        }
+        // Heard from again, a later timeout is a new loss.
+        g.update(FlowId(1), ss(2.0, 20.0)).unwrap();
+        g.update(FlowId(1), TcpUpdate::timeout(1.0, 1.0)).unwrap();
+        assert!(g.sum_ssthresh() < sum_ssthresh);
+    }
+
+    /// Review of issue 11: a joiner told 0 segments and made CoCo when the only other connection
+    /// timed out ended its handover with no release and stayed at 0 for good. A joiner starts
+    /// with one segment, so its own ACKs always bring it back.
+    #[test]
+    fn a_joiner_is_never_left_without_a_segment() {
+        let mut g = TcpCcc::new(true);
+        g.register(FlowId(1), 1.0, 40.0, 1e9).unwrap();
+        g.update(FlowId(1), ca(40.0, 20.0)).unwrap();
+        let r = g.register(FlowId(2), 1.0, 10.0, 1e9).unwrap();
+        assert_eq!(r.cwnd_pkts, 1.0);
+        g.update(FlowId(1), TcpUpdate::timeout(1.0, 20.0)).unwrap();
+        let v = g.conn(FlowId(2)).unwrap();
+        assert_eq!((v.coordinating, v.handover, v.cwnd_pkts), (true, None, 1.0));
+        // Its one segment is acknowledged: it reports and slow-starts towards its share.
+        let r = g
+            .update(FlowId(2), ss(2.0, 1e9).with_in_flight(1.0))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.cwnd_pkts, 2.0);
+        assert!(r.ssthresh_pkts >= g.sum_cwnd() / 2.0, "{r:?}");
     }
 
     #[test]

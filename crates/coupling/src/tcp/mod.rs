@@ -19,7 +19,9 @@
 //! default `max_burst_pkts` is 0, so the connection can send no more at once than its own, uncoupled
 //! controller would). Where a connection's share is larger, it is told its own window and an
 //! ssthresh of at least the share, so its own controller slow-starts up to the share on its own ACK
-//! clock. A share is only ever taken away at once.
+//! clock. A share is only ever taken away at once. The one exception is by design: ack-clocked
+//! handover ([`TcpCoupler::on_ack`]) releases one segment on top of the joiner's window per
+//! release, as Algorithm 4 does, and a joiner starts with one segment.
 
 mod baselines;
 mod ccc;
@@ -375,7 +377,15 @@ pub fn allowance(u: &TcpUpdate, max_burst_pkts: f64) -> f64 {
 
 /// Checks a burst limit: finite and >= 0 segments.
 pub(crate) fn check_max_burst(pkts: f64) -> Result<f64, Error> {
-    check_window("max_burst_pkts", pkts)
+    if (0.0..=crate::units::MAX_WINDOW_PKTS).contains(&pkts) {
+        Ok(pkts)
+    } else {
+        Err(Error::InvalidValue {
+            field: "max_burst_pkts",
+            value: pkts,
+            expected: "a burst limit in packets in 0..=1e15",
+        })
+    }
 }
 
 /// What a connection is told when its target window (its share) may be above what it may send at
