@@ -561,6 +561,8 @@ impl TcpCoupler for TcpCcc {
             self.after_op();
             return Ok(Some(self.response(slot)));
         }
+        // Heard from since any timeout: its next timeout is a new loss (item 2).
+        self.c_mut(slot).rto_pending = false;
         if u.state == TcpState::FastRecovery {
             // Lines 5-6 with item 1: the first FR of a loss event reduces the aggregate now; an FR
             // during the event belongs to it. No answer in FR (line 43).
@@ -575,7 +577,6 @@ impl TcpCoupler for TcpCcc {
             self.after_op();
             return Ok(None);
         }
-        self.c_mut(slot).rto_pending = false;
         let leaving_fr = old == TcpState::FastRecovery;
         if leaving_fr && self.event.is_some_and(|e| e == slot || !self.in_fr(e)) {
             // The event's one reduction was made when it began (item 1). An event begun by a
