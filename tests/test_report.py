@@ -248,3 +248,24 @@ def test_reproduction_figures_are_drawn_by_arm_in_arm_order(arms_store, tmp_path
     for b in _images(page):
         assert base64.b64decode(b).startswith(PNG)
     assert write_report(arms_store, tmp_path / "b.html").read_text() == page
+
+
+def test_report_shows_the_latest_sweep_and_counts_the_other_runs(tmp_path, monkeypatch):
+    # A rebuilt engine (or another sweep) stores new runs beside the old ones in the same directory;
+    # the report draws the latest sweep's runs (sweep.json) and says how many others it left out.
+    import macroflow.results as results
+
+    base = parse(SCENARIO).model_copy(update={"duration_s": 2.0})
+    scs = [base.model_copy(update={"seed": s}) for s in (1, 2)]
+    for sc in scs:
+        run_to_store(sc, tmp_path)
+    rebuilt = results.code_version() + "-rebuilt"
+    monkeypatch.setattr(results, "code_version", lambda: rebuilt)
+    new = [run_to_store(sc, tmp_path).name for sc in scs]
+    write_json_atomic(tmp_path / "sweep.json", {"runs": [{"key": k} for k in new]})
+    assert len(list_runs(tmp_path)) == 4
+    current, others = results.current_runs(tmp_path)
+    assert (sorted(r["key"] for r in current), others) == (sorted(new), 2)
+    assert all(r["version"] == rebuilt for r in current)
+    page = write_report(tmp_path, tmp_path / "r.html").read_text()
+    assert "2 runs," in page and "2 other stored run(s)" in page

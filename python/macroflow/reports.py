@@ -24,7 +24,7 @@ import matplotlib
 from macroflow.metrics import SUMMARY_FIELDS
 from macroflow.plots import METRIC_LABELS, _key, arm_styles, cdf, metric_by_arm, metric_vs_param, share_vs_param, time_series
 from macroflow.reproductions import check_status, tally
-from macroflow.results import list_runs, load_results
+from macroflow.results import current_runs, load_results
 
 __all__ = ["write_report", "MAX_TIME_SERIES", "KEY_METRICS"]
 
@@ -158,7 +158,7 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str],
              figures: Optional[List[Dict[str, Any]]] = None) -> str:
     """One store: its summary table, its figures (`figures`: a reproduction's specs; without
     them, each key metric against each swept parameter), CDFs and time series."""
-    runs = list_runs(store)
+    runs, others = current_runs(store)
     if not runs:
         raise FileNotFoundError(f"{store}: no stored runs (nothing to report)")
     points = _points(runs)
@@ -173,7 +173,9 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str],
     parts.append(
         f'<p class="muted">{len(runs)} runs, {len(points)} parameter point(s), seeds {html.escape(str(seeds))}, '
         f'{html.escape(str(runs[0]["scenario"].get("duration_s")))} s simulated each; store <code>{html.escape(str(store))}</code>; '
-        f'code version {html.escape(str(runs[0].get("version")))}.</p>'
+        f'code version {html.escape(str(runs[0].get("version")))}'
+        + (f"; {others} other stored run(s) of earlier sweeps or builds are not shown" if others else "")
+        + ".</p>"
     )
     # Summary table.
     pkeys = list(points[0][0]) if points[0][0] else []
@@ -331,7 +333,7 @@ def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathl
                 else:
                     body.append(_section(store / part["dir"], part.get("title"), labels, part.get("figures")))
         else:
-            runs = list_runs(store)
+            runs, _ = current_runs(store)
             if not runs:
                 raise FileNotFoundError(f"{store}: no stored runs (nothing to report)")
             title = runs[0]["scenario"].get("name", store.name)

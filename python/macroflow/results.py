@@ -43,6 +43,7 @@ __all__ = [
     "run_to_store",
     "load_results",
     "list_runs",
+    "current_runs",
     "write_json_atomic",
 ]
 
@@ -200,3 +201,17 @@ def list_runs(store: Union[str, pathlib.Path]) -> List[Dict[str, Any]]:
         runs.append(d)
     runs.sort(key=lambda d: (json.dumps(d.get("params", {}), sort_keys=True), d.get("seed", 0), d["key"]))
     return runs
+
+
+def current_runs(store: Union[str, pathlib.Path]) -> Tuple[List[Dict[str, Any]], int]:
+    """The runs of the store's latest sweep (the keys its ``sweep.json`` lists) and how many other
+    complete runs the store holds (older sweeps, older builds: a rebuilt engine stores new runs
+    beside the old ones). Without a ``sweep.json``, every run, and 0."""
+    runs = list_runs(store)
+    sweep = pathlib.Path(store) / "sweep.json"
+    if not sweep.exists():
+        return runs, 0
+    wanted = {r["key"] for r in json.loads(sweep.read_text()).get("runs", [])}
+    current = [r for r in runs if r["key"] in wanted]
+    return current, len(runs) - len(current)
+
