@@ -324,26 +324,23 @@ def _cvu_checks(runs: Mapping[str, List[Dict[str, Any]]]) -> List[Check]:
         return _mean(_values(xs))
 
     one = {m: samples(m, coupling=ONE_FLOW) for m in ("loss_ratio", "tcp_goodput_bps")}
-    for n in FLOW_COUNTS:
-        us, cs = arm(n, "none", "mean_rtt_s"), arm(n, "ccc_handover", "mean_rtt_s")
-        u, c = mean(us), mean(cs)
-        ok = c < u
-        note = _versus("coupled", cs, "uncoupled", us, _ms)
-        if not ok:
-            note = (f"Coupled flows did not lower the mean RTT ({_rel(c, u):+.1%}, {_spread_word(cs, us)}). The claim "
-                    "rests on one aggregate window halved per loss where uncoupled flows halve one of N windows, which "
-                    "should keep the queue shorter. " + note)
-        out.append(Check(f"{n} flows: mean RTT (Fig. 9.9)", "coupled < uncoupled", f"{_ms(c)} vs {_ms(u)}", ok, note))
-    for n in FLOW_COUNTS:
-        us, cs = arm(n, "none", "loss_ratio"), arm(n, "ccc_handover", "loss_ratio")
-        u, c = mean(us), mean(cs)
-        ok = c < u
-        note = _versus("coupled", cs, "uncoupled", us, _pct)
-        if not ok:
-            note = (f"Coupled flows did not lose less ({_rel(c, u):+.0%} relative, {_spread_word(cs, us)}). The claim "
-                    "rests on the aggregate backing off as one flow after a loss, where uncoupled flows back off one of N "
-                    "windows. " + note)
-        out.append(Check(f"{n} flows: bottleneck loss ratio (Fig. 9.11)", "coupled < uncoupled", f"{_pct(c)} vs {_pct(u)}", ok, note))
+    def below_uncoupled(metric: str, name: str, fmt: Callable[[float], str], failed: str, why: str) -> None:
+        """The source's direction for `metric`: coupled below uncoupled, for every number of flows."""
+        for n in FLOW_COUNTS:
+            us, cs = arm(n, "none", metric), arm(n, "ccc_handover", metric)
+            u, c = mean(us), mean(cs)
+            ok = c < u
+            note = _versus("coupled", cs, "uncoupled", us, fmt)
+            if not ok:
+                note = f"Coupled flows did not {failed} ({_rel(c, u):+.1%} relative, {_spread_word(cs, us)}). {why} " + note
+            out.append(Check(f"{n} flows: {name}", "coupled < uncoupled", f"{fmt(c)} vs {fmt(u)}", ok, note))
+
+    below_uncoupled("mean_rtt_s", "mean RTT (Fig. 9.9)", _ms, "lower the mean RTT",
+                    "The claim rests on one aggregate window halved per loss where uncoupled flows halve one of N "
+                    "windows, which should keep the queue shorter.")
+    below_uncoupled("loss_ratio", "bottleneck loss ratio (Fig. 9.11)", _pct, "lose less",
+                    "The claim rests on the aggregate backing off as one flow after a loss, where uncoupled flows back "
+                    "off one of N windows.")
     for n in FLOW_COUNTS:
         cs, os_ = arm(n, "ccc_handover", "loss_ratio"), one["loss_ratio"]
         c, o = mean(cs), mean(os_)
