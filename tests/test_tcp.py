@@ -449,3 +449,18 @@ def test_groups_configure_and_errors_leave_state_unchanged():
         tg.leave(3)
     assert snap() == before
     assert tg.group_ids() == [5]
+
+
+def test_groups_burst_limit_reaches_every_group():
+    tg = mf.TcpGroups(max_burst_pkts=4.0)
+    assert tg.max_burst_pkts == 4.0
+    with pytest.raises(mf.CouplingError, match="max_burst_pkts"):
+        tg.set_max_burst_pkts(-1.0)
+    assert tg.max_burst_pkts == 4.0, "a bad limit changes nothing"
+    tg.configure_group(7, "efcm")
+    tg.register(1, 1.0, 10.0, 1e9, group=7)
+    tg.register(2, 1.0, 90.0, 1e9, group=7)
+    # Its share (50) is far above its window: in flight + 4.
+    assert tg.update(1, 10.0, 1e9, "CA", in_flight_pkts=10.0).cwnd_pkts == 14.0
+    tg.set_max_burst_pkts(0.0)
+    assert tg.update(1, 14.0, 1e9, "CA", in_flight_pkts=14.0).cwnd_pkts == 14.0

@@ -346,11 +346,17 @@ class TcpGroupView:
 
 class TcpGroups:
     """Many coupled TCP groups with flow grouping (the CCC entity of a host). Groups created
-    implicitly by ``register`` run ``default_kind``."""
+    implicitly by ``register`` run ``default_kind``. ``max_burst_pkts`` is every group's burst
+    limit, as for :class:`TcpCoupler`."""
 
-    def __init__(self, default_kind: CouplerKind = "ccc") -> None: ...
+    def __init__(self, default_kind: CouplerKind = "ccc", max_burst_pkts: float = 0.0) -> None: ...
     @property
     def default_kind(self) -> str: ...
+    @property
+    def max_burst_pkts(self) -> float: ...
+    def set_max_burst_pkts(self, pkts: float) -> None:
+        """Sets the burst limit of every group, now and for groups created later; a bad limit
+        raises and changes nothing."""
     def configure_group(self, gid: int, kind: CouplerKind) -> None:
         """Creates group ``gid`` with ``kind``, or changes the kind of an existing empty group. A
         configured group is kept when its last connection leaves."""

@@ -376,11 +376,13 @@ impl PyTcpGroups {
 #[pymethods]
 impl PyTcpGroups {
     #[new]
-    #[pyo3(signature = (default_kind="ccc"))]
-    fn new(default_kind: &str) -> PyResult<Self> {
+    #[pyo3(signature = (default_kind="ccc", max_burst_pkts=0.0))]
+    fn new(default_kind: &str, max_burst_pkts: f64) -> PyResult<Self> {
         let kind = parse_kind(default_kind)?;
+        let mut inner = tcp::TcpGroups::new(kind);
+        inner.set_max_burst_pkts(max_burst_pkts).py()?;
         Ok(PyTcpGroups {
-            inner: Mutex::new(tcp::TcpGroups::new(kind)),
+            inner: Mutex::new(inner),
             default_kind: kind.name(),
         })
     }
@@ -388,6 +390,16 @@ impl PyTcpGroups {
     #[getter]
     fn default_kind(&self) -> &'static str {
         self.default_kind
+    }
+
+    #[getter]
+    fn max_burst_pkts(&self) -> f64 {
+        self.lock().max_burst_pkts()
+    }
+
+    /// Sets the burst limit of every group, now and for groups created later.
+    fn set_max_burst_pkts(&mut self, pkts: f64) -> PyResult<()> {
+        self.lock().set_max_burst_pkts(pkts).py()
     }
 
     fn configure_group(&mut self, gid: u64, kind: &str) -> PyResult<()> {

@@ -168,7 +168,8 @@ impl Ensemble {
             conn: c.id,
             priority: c.p,
             cwnd_pkts: c.cwnd,
-            ssthresh_pkts: c.ssthresh,
+            // What it was told, as ctrlTCP's view shows (its ensemble part is `ssthresh`).
+            ssthresh_pkts: c.told_ssthresh,
             state: c.state,
             coordinating: false,
             handover: None,

@@ -232,6 +232,8 @@ impl CouplerKind {
 #[derive(Debug)]
 pub struct TcpGroups {
     default_kind: CouplerKind,
+    /// The burst limit of every group, those created later included (see [`allowance`]).
+    max_burst_pkts: f64,
     groups: FlowGroups<Box<dyn TcpCoupler>>,
 }
 
@@ -239,14 +241,42 @@ impl TcpGroups {
     pub fn new(default_kind: CouplerKind) -> Self {
         TcpGroups {
             default_kind,
+            max_burst_pkts: 0.0,
             groups: FlowGroups::default(),
         }
+    }
+
+    /// A coupler of `kind` with this host's burst limit.
+    fn build(kind: CouplerKind, max_burst_pkts: f64) -> Box<dyn TcpCoupler> {
+        let mut c = kind.build();
+        c.set_max_burst_pkts(max_burst_pkts)
+            .expect("limit checked when set");
+        c
+    }
+
+    /// Sets the burst limit (`TcpCoupler::set_max_burst_pkts`) of every group, now and for groups
+    /// created later. An invalid limit is an error and changes nothing.
+    pub fn set_max_burst_pkts(&mut self, pkts: f64) -> Result<(), Error> {
+        let pkts = check_max_burst(pkts)?;
+        self.max_burst_pkts = pkts;
+        for gid in self.group_ids() {
+            self.groups
+                .group_mut(gid)?
+                .set_max_burst_pkts(pkts)
+                .expect("limit checked above");
+        }
+        Ok(())
+    }
+
+    pub fn max_burst_pkts(&self) -> f64 {
+        self.max_burst_pkts
     }
 
     /// Creates group `gid` with `kind`, or changes the coupler of an existing empty group.
     /// A configured group keeps its coupler kind when its last connection leaves.
     pub fn configure_group(&mut self, gid: GroupId, kind: CouplerKind) -> Result<(), Error> {
-        self.groups.configure(gid, kind.build())
+        self.groups
+            .configure(gid, Self::build(kind, self.max_burst_pkts))
     }
 
     /// Removes an empty group, configured or not.
@@ -270,8 +300,10 @@ impl TcpGroups {
             ssthresh_pkts,
         )?;
         FlowGroups::<Box<dyn TcpCoupler>>::check(grouping)?;
-        let kind = self.default_kind;
-        let gid = self.groups.resolve(grouping, |_| kind.build())?;
+        let (kind, burst) = (self.default_kind, self.max_burst_pkts);
+        let gid = self
+            .groups
+            .resolve(grouping, |_| Self::build(kind, burst))?;
         let group = self.groups.group_mut(gid)?;
         match group.register(conn, priority, cwnd_pkts, ssthresh_pkts) {
             Ok(r) => {
@@ -411,6 +443,44 @@ pub(crate) fn is_behind(cwnd: f64, share: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The host's burst limit reaches every group, those created before and after it is set.
+    #[test]
+    fn the_burst_limit_reaches_every_group() {
+        let mut g = TcpGroups::new(CouplerKind::Ccc { handover: false });
+        g.configure_group(GroupId(1), CouplerKind::Efcm).unwrap();
+        assert!(g.set_max_burst_pkts(-1.0).is_err());
+        assert!(g.set_max_burst_pkts(f64::NAN).is_err());
+        assert_eq!(g.max_burst_pkts(), 0.0, "a bad limit changes nothing");
+        g.set_max_burst_pkts(4.0).unwrap();
+        let (implicit, _) = g
+            .register(FlowId(1), &Grouping::Configured("a".into()), 1.0, 10.0, 1e9)
+            .unwrap();
+        // A joiner whose share is far above its window: told in flight + 4 (the old default, 0,
+        // would tell it its own 10).
+        let (_, r) = g
+            .register(FlowId(2), &Grouping::Explicit(GroupId(1)), 1.0, 10.0, 1e9)
+            .unwrap();
+        assert_eq!(r.cwnd_pkts, 10.0);
+        g.register(FlowId(3), &Grouping::Explicit(GroupId(1)), 1.0, 90.0, 1e9)
+            .unwrap();
+        let r = g
+            .update(
+                FlowId(2),
+                TcpUpdate::new(10.0, 1e9, TcpState::CongestionAvoidance).with_in_flight(10.0),
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.cwnd_pkts, 14.0);
+        let r = g
+            .update(
+                FlowId(1),
+                TcpUpdate::new(10.0, 1e9, TcpState::SlowStart).with_in_flight(10.0),
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.cwnd_pkts, 10.0, "alone in {implicit:?}: its own window");
+    }
 
     #[test]
     fn groups_by_grouping_and_keeps_configured_couplers() {
