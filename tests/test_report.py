@@ -262,10 +262,10 @@ def test_report_shows_the_latest_sweep_and_counts_the_other_runs(tmp_path, monke
     rebuilt = results.code_version() + "-rebuilt"
     monkeypatch.setattr(results, "code_version", lambda: rebuilt)
     new = [run_to_store(sc, tmp_path).name for sc in scs]
-    write_json_atomic(tmp_path / "sweep.json", {"runs": [{"key": k} for k in new]})
+    write_json_atomic(tmp_path / "sweep.json", {"runs": [{"key": k} for k in new + ["0" * 16]]})
     assert len(list_runs(tmp_path)) == 4
-    current, others = results.current_runs(tmp_path)
-    assert (sorted(r["key"] for r in current), others) == (sorted(new), 2)
+    current, others, missing = results.current_runs(tmp_path)
+    assert (sorted(r["key"] for r in current), others, missing) == (sorted(new), 2, 1)
     assert all(r["version"] == rebuilt for r in current)
     page = write_report(tmp_path, tmp_path / "r.html").read_text()
-    assert "2 runs," in page and "2 other stored run(s)" in page
+    assert "2 runs," in page and "2 other stored run(s)" in page and "1 of its runs are not stored" in page

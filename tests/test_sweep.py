@@ -154,3 +154,30 @@ def test_ray_errors_are_clear(tmp_path):
     _, jobs, _ = plan_file(FILE, [], duration_s=1.0)
     with pytest.raises(SweepError, match="--ray 127.0.0.1:1: cannot connect"):
         sweep(jobs, tmp_path, ray="127.0.0.1:1")
+
+
+def test_a_worker_with_other_code_refuses_the_job():
+    # The driver keys and finds runs by its code version; a worker running other code (rebuilt
+    # since, or a Ray node with another build) would store runs the driver never finds.
+    from macroflow.results import code_version
+    from macroflow.sweeps import SweepError, _work
+
+    with pytest.raises(SweepError, match="a worker runs code"):
+        _work({}, {}, code_version() + "-other")
+
+
+def test_code_version_covers_every_module_of_the_package(monkeypatch):
+    import pathlib
+
+    import macroflow.results as results
+
+    assert results.code_version() == results._CODE_VERSION, "taken at import, not when first asked"
+    assert results.code_version().startswith(results.__version__ + "+")
+    before = results._fingerprint()
+    real = pathlib.Path.read_bytes
+    for name in ("firehose.py", "flowsim.py", "sim.py", "reproductions.py", "metrics.py"):
+        # An edit of any module changes the fingerprint (flow-level parts reused stale checks).
+        monkeypatch.setattr(pathlib.Path, "read_bytes", lambda p, n=name: real(p) + (b"#" if p.name == n else b""))
+        assert results._fingerprint() != before, name
+    monkeypatch.setattr(pathlib.Path, "read_bytes", real)
+    assert results._fingerprint() == before

@@ -158,7 +158,7 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str],
              figures: Optional[List[Dict[str, Any]]] = None) -> str:
     """One store: its summary table, its figures (`figures`: a reproduction's specs; without
     them, each key metric against each swept parameter), CDFs and time series."""
-    runs, others = current_runs(store)
+    runs, others, missing = current_runs(store)
     if not runs:
         raise FileNotFoundError(f"{store}: no stored runs (nothing to report)")
     points = _points(runs)
@@ -175,6 +175,7 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str],
         f'{html.escape(str(runs[0]["scenario"].get("duration_s")))} s simulated each; store <code>{html.escape(str(store))}</code>; '
         f'code version {html.escape(str(runs[0].get("version")))}'
         + (f"; {others} other stored run(s) of earlier sweeps or builds are not shown" if others else "")
+        + (f"; the latest sweep is incomplete: {missing} of its runs are not stored" if missing else "")
         + ".</p>"
     )
     # Summary table.
@@ -333,7 +334,7 @@ def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathl
                 else:
                     body.append(_section(store / part["dir"], part.get("title"), labels, part.get("figures")))
         else:
-            runs, _ = current_runs(store)
+            runs, _, _ = current_runs(store)
             if not runs:
                 raise FileNotFoundError(f"{store}: no stored runs (nothing to report)")
             title = runs[0]["scenario"].get("name", store.name)

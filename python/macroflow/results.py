@@ -17,7 +17,6 @@ leftover partial directories are ignored, and removed by the next sweep when the
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -48,20 +47,28 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
-def code_version() -> str:
-    """The package version and a fingerprint of the code that decides what a run stores: the
-    compiled engine (the native library's bytes) and the Python modules that validate scenarios
-    and summarise runs. Results are keyed by it, so a rebuilt engine never reuses runs stored by
-    an older build of the same version (issue 11's review: out/ kept stale runs)."""
+def _fingerprint() -> str:
+    """A hash of the native library as loaded and of every module of the package: any rebuild of
+    the engine or edit of the Python code that makes or checks runs changes it."""
     import macroflow._native as native
-    import macroflow.metrics as metrics
-    import macroflow.scenario as scenario
 
-    h = hashlib.sha256()
-    for path in (native.__file__, metrics.__file__, scenario.__file__, __file__):
-        h.update(pathlib.Path(str(path)).read_bytes())
-    return f"{__version__}+{h.hexdigest()[:12]}"
+    h = hashlib.sha256(pathlib.Path(str(native.__file__)).read_bytes())
+    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+# Taken when the package is imported (right after the native library is loaded), not when first
+# asked: a library rebuilt under a running session must not lend its hash to the old code.
+_CODE_VERSION = f"{__version__}+{_fingerprint()}"
+
+
+def code_version() -> str:
+    """The package version and a fingerprint of the code that decides what a run stores (the
+    native library and the package's modules, as imported). Results are keyed by it, so a rebuilt
+    engine or changed analysis never reuses runs stored by older code of the same version."""
+    return _CODE_VERSION
 
 
 def run_key(sc: Scenario) -> str:
@@ -203,15 +210,15 @@ def list_runs(store: Union[str, pathlib.Path]) -> List[Dict[str, Any]]:
     return runs
 
 
-def current_runs(store: Union[str, pathlib.Path]) -> Tuple[List[Dict[str, Any]], int]:
-    """The runs of the store's latest sweep (the keys its ``sweep.json`` lists) and how many other
-    complete runs the store holds (older sweeps, older builds: a rebuilt engine stores new runs
-    beside the old ones). Without a ``sweep.json``, every run, and 0."""
+def current_runs(store: Union[str, pathlib.Path]) -> Tuple[List[Dict[str, Any]], int, int]:
+    """The stored runs of the store's latest sweep (the keys its ``sweep.json`` lists), how many
+    other complete runs the store holds (older sweeps, older builds: a rebuilt engine stores new
+    runs beside the old ones) and how many of the latest sweep's runs are missing (a sweep killed
+    or failed part-way). Without a ``sweep.json``: every run, 0, 0."""
     runs = list_runs(store)
     sweep = pathlib.Path(store) / "sweep.json"
     if not sweep.exists():
-        return runs, 0
+        return runs, 0, 0
     wanted = {r["key"] for r in json.loads(sweep.read_text()).get("runs", [])}
     current = [r for r in runs if r["key"] in wanted]
-    return current, len(runs) - len(current)
-
+    return current, len(runs) - len(current), len(wanted) - len(current)

@@ -130,8 +130,12 @@ def plan(
     return jobs
 
 
-def _work(scenario: Dict[str, Any], params: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
-    """Runs one job in a worker (a pool process or a Ray task)."""
+def _work(scenario: Dict[str, Any], params: Dict[str, Any], version: str) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
+    """Runs one job in a worker (a pool process or a Ray task), which must run the driver's code:
+    the driver keys and finds results by its own code version."""
+    if code_version() != version:
+        raise SweepError(f"a worker runs code {code_version()}, the driver {version}: the package was rebuilt or "
+                         "changed after the sweep started, or a Ray node has another build; restart with one build")
     return compute_run(validate(scenario, "<worker>"), params)
 
 
@@ -150,7 +154,7 @@ def _pool_engine(workers: int) -> Callable[[List[Job]], Iterable[Tuple[Dict[str,
         # "spawn": workers start clean (no copy of the driver's threads or locks).
         ctx = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-            futs = [ex.submit(_work, j.scenario.model_dump(mode="json"), j.params) for j in todo]
+            futs = [ex.submit(_work, j.scenario.model_dump(mode="json"), j.params, code_version()) for j in todo]
             try:
                 for f in cf.as_completed(futs):
                     yield f.result()
@@ -195,7 +199,7 @@ def _ray_engine(address: str) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, 
                 raise SweepError(f"--ray {address}: cannot connect: {e}") from None
         try:
             remote = ray.remote(_work)
-            pending = [remote.remote(j.scenario.model_dump(mode="json"), j.params) for j in todo]
+            pending = [remote.remote(j.scenario.model_dump(mode="json"), j.params, code_version()) for j in todo]
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 yield ray.get(ready[0])
