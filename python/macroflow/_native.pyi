@@ -347,7 +347,7 @@ class TcpGroupView:
 class TcpGroups:
     """Many coupled TCP groups with flow grouping (the CCC entity of a host). Groups created
     implicitly by ``register`` run ``default_kind``. ``max_burst_pkts`` is every group's burst
-    limit, as for :class:`TcpCoupler`."""
+    limit, with the meaning of :class:`TcpCoupler`'s constructor argument."""
 
     def __init__(self, default_kind: CouplerKind = "ccc", max_burst_pkts: float = 0.0) -> None: ...
     @property

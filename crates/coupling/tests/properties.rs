@@ -553,6 +553,8 @@ struct Reno {
     in_flight: f64,
     /// Timed out and has not reported since: another timeout is a repeated RTO.
     rto_pending: bool,
+    /// The coupler's `reductions()` right after this sender last entered FR.
+    fr_epoch: u64,
 }
 
 impl Reno {
@@ -603,6 +605,8 @@ fn run_reno(
     g!().set_max_burst_pkts(max_burst).unwrap();
     let mut senders: Vec<Option<Reno>> = vec![None; 6];
     let mut released = Vec::new();
+    // The coupler's `reductions()` once the current loss event's reduction was made.
+    let mut event_epoch = 0u64;
     for (i, op) in ops {
         let i = *i;
         let id = FlowId(i as u64);
@@ -628,6 +632,7 @@ fn run_reno(
                     fr: false,
                     in_flight: 0.0,
                     rto_pending: false,
+                    fr_epoch: 0,
                 };
                 s.apply(r.cwnd_pkts, r.ssthresh_pkts);
                 senders[i] = Some(s);
@@ -787,8 +792,15 @@ fn run_reno(
                     sum
                 );
             }
-            // An event is owned by a connection in FR or timed out; a completed recovery ends one
-            // begun by a timeout (its owner may be silent through RTO backoff).
+            if must_reduce && c.loss_event().is_some() {
+                event_epoch = c.reductions();
+            }
+            if matches!(op, RenoOp::Loss) {
+                senders[i].as_mut().unwrap().fr_epoch = c.reductions();
+            }
+            // An event is owned by a connection in FR or timed out; a completed recovery that
+            // began during an event begun by a timeout ends it (its owner may be silent through
+            // RTO backoff); an older recovery does not.
             if let Some(e) = c.loss_event() {
                 let v = c.conn(e).unwrap();
                 prop_assert!(
@@ -796,7 +808,10 @@ fn run_reno(
                     "{:?} owns the event",
                     v
                 );
-                if matches!(op, RenoOp::ExitFr) {
+                let began_during = senders[i]
+                    .as_ref()
+                    .is_some_and(|s| s.fr_epoch >= event_epoch);
+                if matches!(op, RenoOp::ExitFr) && began_during {
                     prop_assert_eq!(
                         v.state,
                         TcpState::FastRecovery,

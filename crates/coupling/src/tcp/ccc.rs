@@ -30,9 +30,9 @@
 //!    event and becomes the CoCo (line 6). Leaving FR reduces nothing (line 20 applies only to a
 //!    decrease the CoCo reports outside a loss event).
 //! 2. **One reduction per loss event, always.** The event lasts until its owner leaves FR or, if
-//!    it began with (or its FR ended in) a timeout, until the owner is back at its share or any
-//!    connection completes a recovery (leaves FR): a timed-out owner may stay silent through RTO
-//!    backoff, and losses after a completed recovery are new congestion. A connection entering FR
+//!    it began with (or its FR ended in) a timeout, until the owner is back at its share or a
+//!    connection completes a recovery that began during the event: a timed-out owner may stay
+//!    silent through RTO backoff, and losses after such a recovery are new congestion. A connection entering FR
 //!    during the event belongs to it (line 5's purpose: "one reduction only for the full duration
 //!    of one flow's FR phase"). A timeout starts no event if the connection was in FR (that FR
 //!    already counted, as the event's start or as part of one) or has not reported since its last
@@ -77,8 +77,11 @@
 //!    any handover runs, increases do not grow the aggregate (the ACKs that clock a joiner replace
 //!    the others' cwnd increase); decreases apply as usual. A joiner that becomes the CoCo, or that
 //!    has no other connection left to clock it, ends its handover and slow-starts to its share. A
-//!    joiner starts with one segment, counted as released: with none it would depend on the
-//!    others' ACKs for good and could be left at 0 when they stop (Linux allows no cwnd of 0).
+//!    joiner starts with one segment, counted as released, so it is never left at 0 when its
+//!    handover ends without a release (a timeout made it the CoCo; Linux allows no cwnd of 0).
+//!    While its handover runs it still grows only by the others' ACKs: if they go idle without
+//!    leaving or timing out, it stays at the segments released so far (a limit of Algorithm 4,
+//!    which has no clock of its own).
 //! 9. **Floors and priorities:** a connection is never told less than one segment of cwnd
 //!    ([`super::MIN_CWND_PKTS`]: a smaller share would stall it for good) nor less than two of
 //!    ssthresh (RFC 5681). Shares are `(P / sum_P) * sum`, so every accepted priority (down to
@@ -123,6 +126,9 @@ struct Conn {
     /// Timed out and not heard from since: another timeout now is a repeated RTO of the same loss
     /// (RFC 5681 sec. 3.1: ssthresh is held for a segment already retransmitted by the timer).
     rto_pending: bool,
+    /// `reductions` when it last entered FR: a recovery that began before a timeout's loss event
+    /// does not end that event (item 2).
+    fr_epoch: u64,
     handover: Option<Handover>,
 }
 
@@ -143,6 +149,8 @@ pub struct TcpCcc {
     coco: Option<usize>,
     /// The connection whose FR or timeout began the loss event in progress (module docs item 2).
     event: Option<usize>,
+    /// `reductions` once that event's reduction was made.
+    event_epoch: u64,
     sum_p: RunningSum,
     sum_cwnd: f64,
     sum_ssthresh: f64,
@@ -168,6 +176,7 @@ impl TcpCcc {
             next_seq: 0,
             coco: None,
             event: None,
+            event_epoch: 0,
             sum_p: RunningSum::default(),
             sum_cwnd: 0.0,
             sum_ssthresh: 0.0,
@@ -316,6 +325,7 @@ impl TcpCcc {
         self.sum_cwnd = self.sum_ssthresh;
         self.event = Some(slot);
         self.reductions += 1;
+        self.event_epoch = self.reductions;
     }
 
     /// Lines 30-40 with module docs items 2-3: `slot` has had a retransmission timeout.
@@ -529,6 +539,7 @@ impl TcpCoupler for TcpCcc {
             state: TcpState::SlowStart,
             ssbit: false,
             rto_pending: false,
+            fr_epoch: 0,
             handover,
         };
         let slot = match self.free.pop() {
@@ -573,15 +584,23 @@ impl TcpCoupler for TcpCcc {
                     self.begin_loss_event(slot, &u);
                     self.make_coco(slot);
                 }
+                let epoch = self.reductions;
+                self.c_mut(slot).fr_epoch = epoch;
             }
             self.after_op();
             return Ok(None);
         }
         let leaving_fr = old == TcpState::FastRecovery;
-        if leaving_fr && self.event.is_some_and(|e| e == slot || !self.in_fr(e)) {
+        let recovered_during_event = self.c(slot).fr_epoch >= self.event_epoch;
+        if leaving_fr
+            && self
+                .event
+                .is_some_and(|e| e == slot || (!self.in_fr(e) && recovered_during_event))
+        {
             // The event's one reduction was made when it began (item 1). An event begun by a
-            // timeout also ends when any connection completes a recovery (item 2): the owner may
-            // stay silent through RTO backoff, and later losses are new congestion.
+            // timeout also ends when a connection completes a recovery that began during it (item
+            // 2): the owner may stay silent through RTO backoff, and later losses are new
+            // congestion; a recovery older than the event is part of the congestion before it.
             self.event = None;
         }
         // Lines 12-14.
@@ -1207,6 +1226,37 @@ mod tests {
         assert_eq!(g.reductions(), 1, "a repeated RTO is not a new loss event");
         g.update(FlowId(1), fr(7.5, 3.75)).unwrap();
         assert_eq!((g.sum_cwnd(), g.reductions()), (7.5, 2));
+    }
+
+    /// Second review of issue 11: a recovery that began before a timeout's event is part of the
+    /// congestion before it; its end does not close the event (which would reduce the same
+    /// episode twice).
+    #[test]
+    fn a_recovery_older_than_a_timeouts_event_does_not_close_it() {
+        let mut g = two_in_ca(1.0, 1.0);
+        g.register(FlowId(3), 1.0, 10.0, 1e9).unwrap();
+        g.update(FlowId(3), ca(10.0, 10.0)).unwrap();
+        g.update(FlowId(1), fr(10.0, 5.0)).unwrap();
+        g.update(FlowId(2), fr(10.0, 5.0)).unwrap();
+        assert_eq!(g.reductions(), 1);
+        g.update(FlowId(1), ca(5.0, 5.0)).unwrap(); // ends the event; 2 is still recovering
+        g.update(FlowId(3), TcpUpdate::timeout(1.0, 2.0)).unwrap();
+        assert_eq!((g.reductions(), g.loss_event()), (2, Some(FlowId(3))));
+        g.update(FlowId(2), ca(5.0, 5.0)).unwrap(); // the older recovery ends
+        assert_eq!(
+            g.loss_event(),
+            Some(FlowId(3)),
+            "not closed by an older recovery"
+        );
+        let sum = g.sum_cwnd();
+        g.update(FlowId(1), fr(5.0, 2.5)).unwrap();
+        assert_eq!(
+            (g.reductions(), g.sum_cwnd()),
+            (2, sum),
+            "part of 3's event"
+        );
+        g.update(FlowId(1), ca(2.5, 2.5)).unwrap(); // a recovery begun during it ends it
+        assert_eq!(g.loss_event(), None);
     }
 
     /// Review of issue 11: after every connection timed out (any one-connection group) the

@@ -260,8 +260,10 @@ impl TcpGroups {
         let pkts = check_max_burst(pkts)?;
         self.max_burst_pkts = pkts;
         for gid in self.group_ids() {
+            // Neither can fail: the ids are the registry's own and the limit is checked.
             self.groups
-                .group_mut(gid)?
+                .group_mut(gid)
+                .expect("listed group")
                 .set_max_burst_pkts(pkts)
                 .expect("limit checked above");
         }
