@@ -25,10 +25,13 @@
 //!    from CA/SS, while no event is in progress): `sum_ssthresh = sum_cwnd * beta` and `sum_cwnd =
 //!    sum_ssthresh` at once (as one SACK TCP sets cwnd = ssthresh on entering recovery), so every
 //!    other connection gets its reduced share at its next ACK. `beta` is the reporting connection's
-//!    own reduction, ssthresh / (window it was told), or 1/2 (RFC 5681) where that ratio says
-//!    nothing (a window under 4 segments, whose ssthresh is floored at 2). That connection owns the
-//!    event and becomes the CoCo (line 6). Leaving FR reduces nothing (line 20 applies only to a
-//!    decrease the CoCo reports outside a loss event).
+//!    own reduction, ssthresh / (window it was told), but at least 1/2 (RFC 5681), and 1/2 where
+//!    that ratio says nothing (a window under 4 segments, whose ssthresh is floored at 2). A ratio
+//!    below 1/2 comes from a flight size below the window (RFC 5681 sets ssthresh from
+//!    FlightSize / 2), not from the controller's factor: an application-limited connection with 4
+//!    of its 15 segments in flight would otherwise cut the whole aggregate by 87 %. That
+//!    connection owns the event and becomes the CoCo (line 6). Leaving FR reduces nothing (line 20
+//!    applies only to a decrease the CoCo reports outside a loss event).
 //! 2. **One reduction per loss event, always.** The event lasts until its owner leaves FR or, if
 //!    it began with (or its FR ended in) a timeout, until the owner is back at its share or a
 //!    connection completes a recovery that began during the event: a timed-out owner may stay
@@ -317,7 +320,7 @@ impl TcpCcc {
         let told = self.c(slot).cwnd;
         let ratio = u.ssthresh_pkts / told;
         let beta = if told >= BETA_MIN_WINDOW_PKTS && ratio > 0.0 && ratio < 1.0 {
-            ratio
+            ratio.max(DEFAULT_BETA)
         } else {
             DEFAULT_BETA
         };
@@ -1226,6 +1229,20 @@ mod tests {
         assert_eq!(g.reductions(), 1, "a repeated RTO is not a new loss event");
         g.update(FlowId(1), fr(7.5, 3.75)).unwrap();
         assert_eq!((g.sum_cwnd(), g.reductions()), (7.5, 2));
+    }
+
+    /// Review of issue 11: an application-limited connection (4 of its 15 segments in flight)
+    /// reports ssthresh 2 on a loss; the ratio 2/15 is its flight size, not its controller's
+    /// factor, and cut the aggregate from 30 to 4. A CUBIC-like 0.7 is kept.
+    #[test]
+    fn beta_is_at_least_a_half() {
+        let mut g = two_in_ca(1.0, 1.0);
+        g.update(FlowId(2), fr(15.0, 2.0).with_in_flight(4.0))
+            .unwrap();
+        assert_eq!(g.sum_cwnd(), 15.0);
+        let mut g = two_in_ca(1.0, 1.0);
+        g.update(FlowId(2), fr(15.0, 10.5)).unwrap();
+        assert!((g.sum_cwnd() - 21.0).abs() < 1e-9, "{}", g.sum_cwnd());
     }
 
     /// Second review of issue 11: a recovery that began before a timeout's event is part of the
