@@ -1343,6 +1343,12 @@ impl Sim {
     fn rto(&mut self, f: u32) {
         let now = self.now;
         let fl = &mut self.flows[f as usize];
+        // Only the armed event acts. `arm_rto` schedules an earlier event when the deadline moves
+        // earlier and leaves the later one in the heap; that superseded event must not clear the
+        // armed timer and re-arm, or every one of them breeds another (issue 12).
+        if fl.rto_event != Some(now) {
+            return;
+        }
         fl.rto_event = None;
         match fl.snd.rto_deadline() {
             Some(d) if d <= now => {
@@ -1412,6 +1418,11 @@ impl Sim {
     /// Reports a coupler rejected (none are expected; see `sync_coupling`).
     pub fn coupling_errors(&self) -> u64 {
         self.coupling_errors
+    }
+
+    /// Events scheduled and not yet run (a long run's heap must stay bounded, issue 12).
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
     }
 
     pub fn events_run(&self) -> u64 {

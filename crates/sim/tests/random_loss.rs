@@ -92,3 +92,45 @@ fn cubic_throughput_follows_eq6_under_random_loss() {
         );
     }
 }
+
+/// Issue 12: every retransmission-timer event that fired cleared the armed timer, so superseded
+/// (later) timer events left in the heap re-armed when they fired, and the pending events grew
+/// with simulated time (1.4 k to 17.5 k events per second at 1 % loss). Only the armed event may
+/// act: the heap stays bounded and the events per simulated second stay flat.
+#[test]
+fn stale_timer_events_do_not_accumulate_in_a_long_lossy_run() {
+    let mut net = Network::default();
+    let cfg = DumbbellConfig {
+        pairs: 1,
+        bottleneck: LinkConfig {
+            rate_bps: 10_000_000,
+            delay: Duration::from_millis(48),
+            queue: QueueConfig::RandomDrop {
+                p: 0.01,
+                inner: Box::new(QueueConfig::drop_tail_pkts(100)),
+            },
+        },
+        access_rate_bps: 100_000_000,
+        access_delays: vec![Duration::from_millis(1)],
+        access_queue: QueueConfig::drop_tail_pkts(1000),
+    };
+    let d = dumbbell(&mut net, &cfg).unwrap();
+    let mut sim = Sim::new(net, 1).unwrap();
+    let mut f = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
+    f.tcp.delayed_ack = true;
+    sim.add_tcp_flow(f).unwrap();
+    let mut pending = Vec::new();
+    let mut per_interval = Vec::new();
+    let mut run_before = 0;
+    for k in 1..=8u64 {
+        sim.run_until(Instant::from_secs(50 * k));
+        pending.push(sim.pending_events());
+        per_interval.push(sim.events_run() - run_before);
+        run_before = sim.events_run();
+    }
+    println!("pending events every 50 s: {pending:?}; events per 50 s: {per_interval:?}");
+    let max_pending = *pending.iter().max().unwrap();
+    assert!(max_pending < 200, "pending events grow: {pending:?}");
+    let (first, last) = (per_interval[1] as f64, per_interval[7] as f64);
+    assert!(last < 1.5 * first, "events per interval grow: {per_interval:?}");
+}
