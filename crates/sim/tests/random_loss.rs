@@ -132,5 +132,8 @@ fn stale_timer_events_do_not_accumulate_in_a_long_lossy_run() {
     let max_pending = *pending.iter().max().unwrap();
     assert!(max_pending < 200, "pending events grow: {pending:?}");
     let (first, last) = (per_interval[1] as f64, per_interval[7] as f64);
-    assert!(last < 1.5 * first, "events per interval grow: {per_interval:?}");
+    assert!(
+        last < 1.5 * first,
+        "events per interval grow: {per_interval:?}"
+    );
 }
