@@ -7,8 +7,8 @@
 //!   `W_cubic(t) = C * (t - K)^3 + W_max` with `K = cubic_root((W_max - cwnd_epoch) / C)`, so
 //!   `W_cubic(0) = cwnd_epoch`. After a plain multiplicative decrease `cwnd_epoch = beta_cubic *
 //!   W_max` and `K = cubic_root(W_max * (1 - beta_cubic) / C)`. On each ACK the target is
-//!   `W_cubic(t + RTT)` (RTT the smoothed RTT) clamped to `[cwnd, 1.5 * cwnd]`, and cwnd grows by
-//!   `(target - cwnd) / cwnd`. Below `W_max` this is the concave region (sec. 4.4), above it the
+//!   `W_cubic(t + RTT)` (RTT the minimum RTT) clamped to `[cwnd, 1.5 * cwnd]`, and cwnd grows by
+//!   `(target - cwnd) / cwnd` per segment acknowledged. Below `W_max` this is the concave region (sec. 4.4), above it the
 //!   convex region (sec. 4.5); both come from the formula.
 //! - **Reno-friendly region** (sec. 4.3): `W_est` starts at `cwnd_epoch` and grows by
 //!   `alpha_cubic * segments_acked / cwnd` per ACK, `alpha_cubic = 3 * (1 - beta_cubic) /
@@ -41,10 +41,13 @@
 //! - In the Reno-friendly region cwnd becomes `max(W_est, cwnd + (target - cwnd) / cwnd)`: the
 //!   RFC's `cwnd = W_est` could lower cwnd where cwnd, which tracks `W_cubic(t + RTT)`, is
 //!   already above `W_est > W_cubic(t)`.
-//! - The cubic increase is per ACK as sec. 4.4 words it (with delayed ACKs it is reached a little
-//!   later; Linux counts acknowledged segments); `W_est` counts segments as sec. 4.3 says.
-//! - RTT is the connection's smoothed RTT, else this ACK's sample, else zero (Linux uses the
-//!   minimum RTT).
+//! - The cubic increase counts acknowledged segments, `acked * (target - cwnd) / cwnd` per ACK,
+//!   as Linux does (`bictcp_update` sets `cnt`, `tcp_cong_avoid_ai(cnt, acked)` adds a segment
+//!   per `cnt` segments acked), so cwnd reaches `W_cubic(t + RTT)` in one RTT whether every
+//!   segment is acknowledged or every second one (delayed ACKs); counting ACKs grew it at half
+//!   that rate under delayed ACKs (issue 12). `W_est` counts segments as sec. 4.3 says.
+//! - RTT in the target is the connection's minimum RTT (Linux's `delay_min`), else its smoothed
+//!   RTT, else this ACK's sample, else zero.
 //! - `alpha_cubic` is 1 from the start when no reduction has happened yet (`cwnd_prior` unset).
 //! - [`CwndEvent::TxStart`] (the start, or the end of an idle period) ends the epoch, so idle time
 //!   is not counted in `t`; the next ACK in congestion avoidance starts a new one.
@@ -228,7 +231,15 @@ impl CongestionControl for Cubic {
         };
         let w_max = self.w_max.unwrap_or(cwnd);
         let t = ack.now.saturating_since(e.t_epoch).as_secs_f64();
-        let rtt = tp.srtt.or(ack.rtt).unwrap_or(Duration::ZERO).as_secs_f64();
+        // The minimum RTT, as Linux's bictcp_update (`delay_min`): the smoothed RTT holds the
+        // queueing delay the flow itself causes and would run the target ahead (issue 12).
+        let rtt = tp
+            .min_rtt
+            .or(tp.srtt)
+            .or(ack.rtt)
+            .unwrap_or(Duration::ZERO)
+            .as_secs_f64();
+        let acked = f64::from(ack.acked.max(1));
 
         // Sec. 4.3: alpha_cubic until W_est reaches the window of the last reduction, then 1.
         let alpha = match self.cwnd_prior {
@@ -240,7 +251,10 @@ impl CongestionControl for Cubic {
 
         // Sec. 4.2: target W_cubic(t + RTT) within [cwnd, 1.5 cwnd]; sec. 4.4/4.5 increase.
         let target = w_cubic(t + rtt, e.k, w_max).clamp(cwnd, 1.5 * cwnd);
-        let cubic_next = cwnd + (target - cwnd) / cwnd;
+        // Per acknowledged segment, not per ACK (Linux tcp_cong_avoid_ai(cnt, acked): one segment
+        // per `cwnd / (target - cwnd)` segments acked): with delayed ACKs covering two segments a
+        // per-ACK step grew the window at half the rate of sec. 4.2's per-RTT target (issue 12).
+        let cubic_next = cwnd + acked * (target - cwnd) / cwnd;
         tp.cwnd = if self.cfg.tcp_friendliness && w_cubic(t, e.k, w_max) < e.w_est {
             cubic_next.max(e.w_est)
         } else {
@@ -666,6 +680,44 @@ mod tests {
             (w_max, k, prior)
         );
         assert_eq!(d.cc.undo_cwnd(&d.tp), d.tp.cwnd, "only once");
+    }
+
+    /// Issue 12: sec. 4.2's target is where cwnd should be one RTT later. Over one RTT of ACKs
+    /// (cwnd segments acknowledged one by one, or two by two as with delayed ACKs) the window
+    /// grows by the same amount, close to `W_cubic(t + RTT) - cwnd`; counting ACKs gave half.
+    #[test]
+    fn growth_per_rtt_is_the_same_with_delayed_acks() {
+        let grow = |per_ack: u32| {
+            let mut d = Driver::new(no_friendliness(), 100, 100.0);
+            d.cc.w_max = Some(120.0); // concave region: K > 0, the target is well above cwnd
+            let start = d.tp.cwnd;
+            let mut acked = 0.0;
+            // The epoch starts on the first ACK; then one RTT's worth of segments.
+            while acked < start {
+                let dt = d.rtt.as_nanos() as f64 * per_ack as f64 / d.tp.cwnd;
+                d.now = d.now + Duration::from_nanos(dt.round() as u64);
+                let ack = AckSample {
+                    acked: per_ack,
+                    rtt: Some(d.rtt),
+                    one_way_delay: None,
+                    now: d.now,
+                };
+                d.cc.cong_avoid(&mut d.tp, &ack);
+                acked += per_ack as f64;
+            }
+            d.tp.cwnd - start
+        };
+        let (one, two) = (grow(1), grow(2));
+        let k = cubic_k(120.0, 100.0);
+        let expected = w_cubic(0.1, k, 120.0) - 100.0;
+        assert!(
+            (two - one).abs() < 0.1 * one,
+            "per segment {one}, per two {two}"
+        );
+        assert!(
+            (one - expected).abs() < 0.25 * expected,
+            "{one} vs W_cubic(RTT) - cwnd = {expected}"
+        );
     }
 
     #[test]
