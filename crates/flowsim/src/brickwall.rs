@@ -216,6 +216,14 @@ impl<'a> Brickwall<'a> {
             let cyclic = comp.len() > 1;
             let budget = MAX_SWEEPS * comp.len();
             let damp_after = DAMP_AFTER * comp.len();
+            // Changes are relative (floored by the component's largest capacity), not against 1:
+            // the test is then the same at every scale of the instance (issue 12: with capacities
+            // of 1e-11 the old `d / (1 + |c|)` called a cycle settled after its first sweep).
+            let scale = comp
+                .iter()
+                .map(|&l| caps[l as usize])
+                .filter(|c| c.is_finite())
+                .fold(0.0f64, f64::max);
             work.extend(comp.iter().copied());
             for &l in comp {
                 queued[l as usize] = true;
@@ -249,7 +257,14 @@ impl<'a> Brickwall<'a> {
                         let old = st.offered[h + 1];
                         let d = (old - c).abs();
                         let changed = if d.is_finite() {
-                            d / (1.0 + c.abs())
+                            // Relative to the rate itself, floored at a millionth of the
+                            // component's largest capacity so that rates tending to 0 settle.
+                            let base = c.abs().max(old.abs()).max(1e-6 * scale);
+                            if base > 0.0 {
+                                d / base
+                            } else {
+                                0.0
+                            }
                         } else if old != c {
                             f64::INFINITY
                         } else {
@@ -403,6 +418,41 @@ mod tests {
         assert!((st.goodput[0] - 4.0).abs() < 1e-9, "{:?}", st.goodput);
         assert!((st.goodput[1] - 3.0).abs() < 1e-9, "{:?}", st.goodput);
         assert!(bw.components.iter().any(|c| c.len() > 1));
+    }
+
+    /// Issue 12: the settle test was absolute for rates far below 1 (`d / (1 + |c|)`), so the
+    /// cycle above scaled by s <= 1e-11 stopped early at [4s, 5s], above d->a's capacity 3s. The
+    /// answer must scale with the instance.
+    #[test]
+    fn a_cycle_settles_at_every_scale() {
+        for e in [-15i32, -12, -11, -9, -7, -4, 0, 4, 9] {
+            let s = 10f64.powi(e);
+            let mut net = Network::new();
+            let n: Vec<_> = ["a", "b", "c", "d"]
+                .iter()
+                .map(|x| net.add_node(x).unwrap())
+                .collect();
+            let ab = net.add_link(n[0], n[1], 10.0 * s).unwrap();
+            let bc = net.add_link(n[1], n[2], 4.0 * s).unwrap();
+            let cd = net.add_link(n[2], n[3], 10.0 * s).unwrap();
+            let da = net.add_link(n[3], n[0], 3.0 * s).unwrap();
+            let flows = Flows::with_routes(
+                &net,
+                &[
+                    (n[0], n[3], vec![ab, bc, cd]),
+                    (n[2], n[1], vec![cd, da, ab]),
+                ],
+            )
+            .unwrap();
+            let st = Brickwall::new(&net, &flows)
+                .solve(&[10.0 * s, 10.0 * s])
+                .unwrap();
+            let got = [st.goodput[0] / s, st.goodput[1] / s];
+            assert!(
+                (got[0] - 4.0).abs() < 1e-9 && (got[1] - 3.0).abs() < 1e-9,
+                "scale 1e{e}: {got:?} x s"
+            );
+        }
     }
 
     #[test]
