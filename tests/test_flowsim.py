@@ -185,3 +185,15 @@ def test_fire_hose_reproduction_end_to_end(tmp_path):
     # Stored parts are reused: the second run writes the same report.
     again = reproduce("fire-hose", tmp_path, seeds=1, quick=True, workers=2)
     assert again.read_text() == page
+
+
+def test_check_max_min_is_scale_free_and_refuses_a_bad_tolerance():
+    # Issue 12: [0, 1e-9] on one link of capacity 1e-9 shared by two flows was accepted.
+    for c in (1e-9, 1.0, 1e9):
+        m = FlowModel([("a", "b", c)], [("a", "b"), ("a", "b")])
+        with pytest.raises(FlowModelError, match="NoBottleneck"):
+            m.check_max_min([0.0, c])
+        m.check_max_min([c / 2, c / 2])
+        for tol in (float("nan"), -1e-9, 1.0, 1e9):
+            with pytest.raises(FlowModelError, match="BadTolerance"):
+                m.check_max_min([c / 2, c / 2], tol=tol)

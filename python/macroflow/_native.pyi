@@ -696,7 +696,9 @@ class FlowModel:
     def clamp_oracle(self, demands: list[float] | None = None) -> list[float]:
         """Fig. 5 as written: one brick-wall computation per flow (slow; a reference)."""
     def check_max_min(self, rates: list[float], demands: list[float] | None = None, tol: float = 1e-9) -> None:
-        """Raises FlowModelError saying why ``rates`` are not max-min fair."""
+        """Raises FlowModelError saying why ``rates`` are not max-min fair. ``tol`` in [0, 1) is
+        relative (to each quantity compared and to the largest capacity), so the verdict does not
+        depend on the instance's units; another ``tol`` raises FlowModelError (BadTolerance)."""
     def senders(
         self, model: str, alpha: float = 0.2, epsilon: float = 1e-6, max_iterations: int = 10_000,
         mmf: list[float] | None = None,

@@ -189,6 +189,8 @@ pub fn clamp_oracle(net: &Network, flows: &Flows, demands: &[f64]) -> Result<Vec
 /// Why a rate vector is not the max-min fair assignment.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NotMaxMin {
+    /// The tolerance is not a number in [0, 1): nothing can be checked with it.
+    BadTolerance { tol: f64 },
     /// A link carries more than its capacity.
     Overloaded { link: u32, load: f64, capacity: f64 },
     /// A flow above its demand, or negative.
@@ -202,7 +204,10 @@ pub enum NotMaxMin {
 /// Checks the max-min property independently of how `rates` were computed: feasible, and every
 /// flow is at its demand or has a bottleneck link (saturated, and no flow on it has a larger
 /// rate). This characterizes the max-min fair vector (Bertsekas and Gallager, Proposition in
-/// §6.5.2). `tol` is relative to the link capacity.
+/// §6.5.2). `tol` (in [0, 1)) is relative: to each quantity compared, plus `tol` times the
+/// network's largest capacity, so the verdict is the same at every scale of the instance (issue
+/// 12: an absolute `tol * (1 + cap)` accepted [0, 1e-9] on one link of capacity 1e-9 shared by
+/// two flows).
 pub fn check_max_min(
     net: &Network,
     flows: &Flows,
@@ -210,11 +215,21 @@ pub fn check_max_min(
     rates: &[f64],
     tol: f64,
 ) -> Result<(), NotMaxMin> {
+    if !(0.0..1.0).contains(&tol) {
+        return Err(NotMaxMin::BadTolerance { tol });
+    }
     let nl = net.link_count();
+    // The instance's scale: slack below it is rounding, whatever the units.
+    let s = net
+        .links()
+        .iter()
+        .map(|l| l.capacity)
+        .filter(|c| c.is_finite())
+        .fold(0.0f64, f64::max);
     let mut load = vec![0.0f64; nl];
     let mut max_rate = vec![0.0f64; nl];
     for i in 0..flows.len() {
-        if rates[i] < -tol || rates[i] > demands[i] * (1.0 + tol) + tol {
+        if rates[i] < -tol * s || rates[i] > demands[i] * (1.0 + tol) + tol * s {
             return Err(NotMaxMin::Infeasible {
                 flow: i,
                 rate: rates[i],
@@ -226,7 +241,7 @@ pub fn check_max_min(
         }
     }
     for (l, link) in net.links().iter().enumerate() {
-        if load[l] > link.capacity * (1.0 + tol) + tol {
+        if load[l] > link.capacity * (1.0 + tol) + tol * s {
             return Err(NotMaxMin::Overloaded {
                 link: l as u32,
                 load: load[l],
@@ -234,15 +249,16 @@ pub fn check_max_min(
             });
         }
     }
+    // A comparison's slack: `tol` of the larger side, at least `tol` of a millionth of the scale.
+    let slack = |x: f64| tol * (x.abs().min(1e300) + 1e-6 * s);
     for i in 0..flows.len() {
-        let scale = 1.0 + rates[i].abs();
-        if rates[i] >= demands[i] - tol * (1.0 + demands[i].min(1e300)) {
+        if rates[i] >= demands[i] - slack(demands[i]) {
             continue;
         }
         let ok = flows.route(i).iter().any(|&l| {
             let l = l as usize;
             let cap = net.links()[l].capacity;
-            load[l] >= cap - tol * (1.0 + cap) && rates[i] >= max_rate[l] - tol * scale
+            load[l] >= cap - slack(cap) && rates[i] >= max_rate[l] - slack(max_rate[l])
         });
         if !ok {
             return Err(NotMaxMin::NoBottleneck {
@@ -273,6 +289,35 @@ mod tests {
     fn jain_of_equal_and_unequal() {
         assert_eq!(jain(&[3.0, 3.0, 3.0]), 1.0);
         assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+    }
+
+    /// Issue 12: one link of capacity 1e-9 shared by two flows; [0, 1e-9] is not max-min fair at
+    /// any scale, and [5e-10, 5e-10] is. A tolerance outside [0, 1) is refused.
+    #[test]
+    fn the_check_is_the_same_at_every_scale() {
+        for e in [-12i32, -9, -3, 0, 3, 9] {
+            let c = 10f64.powi(e);
+            let mut net = Network::new();
+            let a = net.add_node("a").unwrap();
+            let b = net.add_node("b").unwrap();
+            net.add_link(a, b, c).unwrap();
+            let flows = Flows::shortest(&net, &[(a, b), (a, b)]).unwrap();
+            let inf = [f64::INFINITY; 2];
+            assert!(
+                check_max_min(&net, &flows, &inf, &[0.0, c], 1e-9).is_err(),
+                "1e{e}"
+            );
+            assert_eq!(
+                check_max_min(&net, &flows, &inf, &[c / 2.0, c / 2.0], 1e-9),
+                Ok(())
+            );
+            for tol in [f64::NAN, -1e-9, 1.0, 1e9] {
+                assert!(matches!(
+                    check_max_min(&net, &flows, &inf, &[c / 2.0, c / 2.0], tol),
+                    Err(NotMaxMin::BadTolerance { .. })
+                ));
+            }
+        }
     }
 
     #[test]
