@@ -197,3 +197,11 @@ def test_check_max_min_is_scale_free_and_refuses_a_bad_tolerance():
         for tol in (float("nan"), -1e-9, 1.0, 1e9):
             with pytest.raises(FlowModelError, match="BadTolerance"):
                 m.check_max_min([c / 2, c / 2], tol=tol)
+
+
+def test_mmf_must_be_finite_rates():
+    m = FlowModel(FIG2, [("S1", "D1"), ("S2", "D2")])
+    for bad in ([float("nan"), 1.0], [-1.0, 1.0], [float("inf"), 1.0]):
+        with pytest.raises(FlowModelError, match="mmf"):
+            m.solve([1.0, 1.0], mmf=bad)
+    m.solve([1.0, 1.0], mmf=[1.0, 1.0])

@@ -110,7 +110,15 @@ impl PyFlowModel {
                 expected: self.flows.len(),
                 got: m.len(),
             })),
-            Some(m) => Ok(m),
+            // A reference rate is finite and >= 0 (NaN or negative made every ratio meaningless).
+            Some(m) => match m.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+                Some(&bad) => Err(err(Error::BadParameter {
+                    name: "mmf",
+                    value: bad,
+                    expected: "finite rates >= 0",
+                })),
+                None => Ok(m),
+            },
             None => flowsim::clamp(
                 &self.net,
                 &self.flows,
