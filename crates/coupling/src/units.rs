@@ -170,13 +170,23 @@ pub fn check_desired_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
 /// A window in packets (segments): 0 ..= [`MAX_WINDOW_PKTS`]. Fractions are allowed (ns-2 style
 /// double cwnd).
 pub fn check_window(field: &'static str, pkts: f64) -> Result<f64, Error> {
+    check_packets(field, pkts, "a window in packets in 0..=1e15")
+}
+
+/// A count of packets in `0..=MAX_WINDOW_PKTS` (windows, burst limits); `expected` says what the
+/// field is in the error.
+pub(crate) fn check_packets(
+    field: &'static str,
+    pkts: f64,
+    expected: &'static str,
+) -> Result<f64, Error> {
     if (0.0..=MAX_WINDOW_PKTS).contains(&pkts) {
         Ok(pkts)
     } else {
         Err(Error::InvalidValue {
             field,
             value: pkts,
-            expected: "a window in packets in 0..=1e15",
+            expected,
         })
     }
 }

@@ -32,7 +32,7 @@ pub use ccc::TcpCcc;
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
 pub(crate) use crate::units::share;
-use crate::units::{check_priority, check_window};
+use crate::units::{check_packets, check_priority, check_window};
 use std::fmt::Debug;
 
 /// The TCP state machine state a connection reports (seed 003 Table 9.1).
@@ -411,15 +411,11 @@ pub fn allowance(u: &TcpUpdate, max_burst_pkts: f64) -> f64 {
 
 /// Checks a burst limit: finite and >= 0 segments.
 pub(crate) fn check_max_burst(pkts: f64) -> Result<f64, Error> {
-    if (0.0..=crate::units::MAX_WINDOW_PKTS).contains(&pkts) {
-        Ok(pkts)
-    } else {
-        Err(Error::InvalidValue {
-            field: "max_burst_pkts",
-            value: pkts,
-            expected: "a burst limit in packets in 0..=1e15",
-        })
-    }
+    check_packets(
+        "max_burst_pkts",
+        pkts,
+        "a burst limit in packets in 0..=1e15",
+    )
 }
 
 /// What a connection is told when its target window (its share) may be above what it may send at
