@@ -704,10 +704,15 @@ class FlowModel:
         mmf: list[float] | None = None,
     ) -> FlowResult:
         """A sender model iterated to its fixed point (Fig. 6), with dead and zombie flow against ``mmf``
-        (clamp's rates, computed when not given)."""
+        (clamp's rates, computed when not given). The iteration stops when no demand moves by more
+        than ``epsilon`` times the capacity of the flow's first link (relative, so the answer scales
+        with the instance); ``converged`` says whether it did before ``max_iterations``."""
     def loss_load(
         self, k: float, epsilon: float = 1e-4, max_iterations: int = 10_000, mmf: list[float] | None = None
     ) -> FlowResult:
-        """Loss-load routers and senders with penalty ``k`` (section 9)."""
+        """Loss-load routers and senders with penalty ``k`` (section 9), computed in log space (any
+        ``k`` >= 1 at any scale); ``epsilon`` is relative as in ``senders``. Raises FlowModelError
+        when the routers on a cycle of links never settle; ``converged`` is False when the senders
+        did not within ``max_iterations``."""
     def solve(self, demands: list[float], mmf: list[float] | None = None) -> FlowResult:
         """The brick-wall flow for fixed demands (no sender reaction)."""

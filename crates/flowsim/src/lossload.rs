@@ -22,14 +22,21 @@
 
 use crate::brickwall::{Brickwall, LinkRule};
 use crate::network::{Error, LinkId};
-use crate::senders::{check_iteration, initial_demands, FixedPoint};
+use crate::senders::{check_iteration, demand_scales, initial_demands, FixedPoint};
 
-/// The loss-load dropping rule; records each link's price `P` and mean offered rate.
+/// The loss-load dropping rule; records each overloaded link's `ln a_e` for the senders.
+///
+/// Everything is computed in log space (issue 12): `(x_i / x̄)^k` and `x̄^k` overflow `f64` at
+/// modest sizes (k = 80 at capacity 1e4, k = 300 with ten flows on one link) and underflow at small
+/// ones (capacity 0.01, k = 200), which made the price infinite or NaN. Ratios are taken against
+/// the largest offered rate `x_max`, so `r_i = (x_i / x_max)^k` lies in `[0, 1]`, and the price is
+/// kept as a logarithm.
 pub struct LossLoadRule {
     pub k: f64,
-    pub price: Vec<f64>,
-    pub mean: Vec<f64>,
-    /// Scratch: (r_i, x_i) sorted by r descending, and suffix sums of r_i x_i.
+    /// `ln a_e` per link, `a_e = P_e / x̄_e^k`: flow `i` on link `e` loses the fraction
+    /// `min(1, a_e x_i^k)`. `-inf` when the link drops nothing.
+    pub log_a: Vec<f64>,
+    /// Scratch: (ln r_i, x_i) sorted by r descending, and the scaled suffix sums of r_i x_i.
     order: Vec<(f64, f64)>,
     suffix: Vec<f64>,
 }
@@ -38,8 +45,7 @@ impl LossLoadRule {
     pub fn new(k: f64, links: usize) -> Self {
         LossLoadRule {
             k,
-            price: vec![0.0; links],
-            mean: vec![0.0; links],
+            log_a: vec![f64::NEG_INFINITY; links],
             order: Vec::new(),
             suffix: Vec::new(),
         }
@@ -50,66 +56,93 @@ impl LinkRule for LossLoadRule {
     fn apply(&mut self, link: LinkId, capacity: f64, offered: &[f64], carried: &mut [f64]) {
         let l = link as usize;
         let total: f64 = offered.iter().sum();
-        let mean = total / offered.len() as f64;
-        self.mean[l] = mean;
-        if total <= capacity || mean <= 0.0 {
-            self.price[l] = 0.0;
-            carried.copy_from_slice(offered);
+        let xmax = offered.iter().copied().fold(0.0, f64::max);
+        self.log_a[l] = f64::NEG_INFINITY;
+        carried.copy_from_slice(offered);
+        if total <= capacity || xmax <= 0.0 {
             return;
         }
-        // Σ x_i min(1, P r_i), r_i = (x_i / x̄)^k, is piecewise linear in P: with the flows
-        // sorted by r descending, the first j are dropped whole and the rest in proportion.
+        // The dropped amount Σ x_i min(1, P' r_i), r_i = (x_i / x_max)^k, is piecewise linear in
+        // P': with the flows sorted by r descending, the first j are dropped whole and the rest in
+        // proportion. (P' = P (x_max / x̄)^k; the mean's price P cancels out of every drop.)
+        let k = self.k;
         let excess = total - capacity;
         self.order.clear();
         self.order
-            .extend(offered.iter().map(|&x| ((x / mean).powf(self.k), x)));
+            .extend(offered.iter().map(|&x| (k * (x / xmax).ln(), x)));
         self.order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
-        // f(P) at the breakpoint P = 1/r_j is (whole of the flows before j) + suffix_j / r_j, with
-        // suffix_j = Σ_{i>=j} r_i x_i summed from the end (no cancellation). The first breakpoint
-        // where f reaches the excess brackets P.
+        // f(P') at the breakpoint P' = 1/r_j is (whole of the flows before j) + S_j with
+        // S_j = Σ_{i>=j} x_i r_i / r_j, summed from the end as S_j = x_j + S_{j+1} r_{j+1} / r_j
+        // (each factor <= 1: no overflow, no cancellation). The first breakpoint where f reaches
+        // the excess brackets P': there P' r_j = (excess - whole) / S_j.
         let n = self.order.len();
         self.suffix.clear();
         self.suffix.resize(n + 1, 0.0);
         for j in (0..n).rev() {
-            self.suffix[j] = self.suffix[j + 1] + self.order[j].0 * self.order[j].1;
+            let (lr, x) = self.order[j];
+            let next = if j + 1 < n && self.order[j + 1].0 > f64::NEG_INFINITY {
+                self.suffix[j + 1] * (self.order[j + 1].0 - lr).exp()
+            } else {
+                0.0
+            };
+            self.suffix[j] = if lr > f64::NEG_INFINITY {
+                x + next
+            } else {
+                0.0
+            };
         }
         let mut whole = 0.0;
-        let mut p = 0.0;
+        let mut log_p = f64::NEG_INFINITY; // ln P'
         for j in 0..n {
-            let (r, x) = self.order[j];
-            if r <= 0.0 {
+            let (lr, x) = self.order[j];
+            if lr == f64::NEG_INFINITY {
                 break;
             }
-            if whole + self.suffix[j] / r >= excess {
-                p = ((excess - whole) / self.suffix[j]).max(0.0);
+            if whole + self.suffix[j] >= excess {
+                log_p = ((excess - whole) / self.suffix[j]).ln() - lr;
                 break;
             }
             whole += x;
         }
-        self.price[l] = p;
+        if log_p == f64::NEG_INFINITY {
+            return;
+        }
+        // a_e = P' / x_max^k.
+        self.log_a[l] = log_p - k * xmax.ln();
         for (c, &x) in carried.iter_mut().zip(offered) {
-            *c = x * (1.0 - (p * (x / mean).powf(self.k)).min(1.0));
+            let drop = (log_p + k * (x / xmax).ln()).exp().min(1.0);
+            *c = x * (1.0 - drop);
         }
     }
 }
 
-/// The sender's best rate given `a_e` of the overloaded links on its path (see the module doc):
-/// Newton's method on `h(t)`, `x = t^(1/k)`, kept inside the bracket `[0, 1 / max a_e)` where `h`
-/// falls from 1 to minus infinity (a concave `h` makes a plain Newton step overshoot; a step that
-/// leaves the bracket bisects instead).
-pub fn best_rate(k: f64, a: &[f64]) -> Option<f64> {
-    if a.is_empty() {
+/// The sender's best rate given `ln a_e` of the overloaded links on its path (see the module doc).
+///
+/// With `L = max ln a_e`, `b_e = exp(ln a_e - L)` in `(0, 1]` and `τ = e^L t`, the optimum solves
+/// `h(τ) = 1 - k Σ_e b_e τ / (1 - b_e τ) = 0`, and `x = exp((ln τ - L) / k)`: the same equation as
+/// `h(t)` without ever forming `a_e` or `t = x^k`, which overflow (issue 12). The root lies in
+/// `[0, 1/(k+1)]` (the top link alone puts it at `1/(k+1)`, the others only lower `h`), well away
+/// from the pole at `τ = 1`: with the pole in the bracket, Newton's tiny steps beside it looked
+/// like convergence (a second link overloaded by rounding doubled the answer). Newton's method,
+/// bisecting whenever a step leaves the bracket; done when `h` is zero to rounding or the bracket
+/// has closed.
+pub fn best_rate(k: f64, log_a: &[f64]) -> Option<f64> {
+    let top = log_a.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if log_a.is_empty() || top == f64::NEG_INFINITY {
         return None;
     }
-    let amax = a.iter().copied().fold(0.0, f64::max);
-    let (mut lo, mut hi) = (0.0f64, 1.0 / amax);
+    let (mut lo, mut hi) = (0.0f64, 1.0 / (k + 1.0));
     let mut t = 0.0f64;
     for _ in 0..200 {
         let (mut h, mut dh) = (1.0, 0.0);
-        for &ae in a {
-            let u = 1.0 - ae * t;
-            h -= k * ae * t / u;
-            dh -= k * ae / (u * u);
+        for &la in log_a {
+            let b = (la - top).exp();
+            let u = 1.0 - b * t;
+            h -= k * b * t / u;
+            dh -= k * b / (u * u);
+        }
+        if h.abs() <= 1e-14 {
+            break;
         }
         if h > 0.0 {
             lo = t;
@@ -120,13 +153,12 @@ pub fn best_rate(k: f64, a: &[f64]) -> Option<f64> {
         if !(next > lo && next < hi) {
             next = 0.5 * (lo + hi);
         }
-        let done = (next - t).abs() <= 1e-15 * next.max(1e-300);
         t = next;
-        if done || hi - lo <= 1e-15 * hi {
+        if hi - lo <= 1e-15 * hi {
             break;
         }
     }
-    Some(t.powf(1.0 / k))
+    Some(((t.ln() - top) / k).exp())
 }
 
 /// How settled the rates on a cycle of links must be (relative) inside each loss-load
@@ -136,7 +168,8 @@ pub fn best_rate(k: f64, a: &[f64]) -> Option<f64> {
 const INNER: f64 = 1e-5;
 
 /// The fixed point of loss-load senders on loss-load routers with penalty `k`, from the demands
-/// of Eq. 1, until no demand changes by more than `epsilon`.
+/// of Eq. 1, until no demand changes by more than `epsilon` times its scale (the capacity of the
+/// flow's first link, [`crate::senders::demand_scales`]).
 pub fn fixed_point(
     bw: &Brickwall<'_>,
     k: f64,
@@ -153,6 +186,7 @@ pub fn fixed_point(
     check_iteration(epsilon, max_iterations)?;
     let mut rule = LossLoadRule::new(k, bw.caps.len());
     let mut d = initial_demands(bw.net, bw.flows);
+    let scale = demand_scales(bw.net, bw.flows);
     let (mut iterations, mut delta) = (0, f64::INFINITY);
     let mut a = Vec::new();
     while delta > epsilon && iterations < max_iterations {
@@ -161,14 +195,14 @@ pub fn fixed_point(
         for (i, di) in d.iter_mut().enumerate() {
             a.clear();
             for &l in bw.flows.route(i) {
-                let (p, m) = (rule.price[l as usize], rule.mean[l as usize]);
-                if p > 0.0 {
-                    a.push(p / m.powf(k));
+                let la = rule.log_a[l as usize];
+                if la > f64::NEG_INFINITY {
+                    a.push(la);
                 }
             }
             let target = best_rate(k, &a).unwrap_or(2.0 * *di);
             let next = *di + 0.5 * (target - *di);
-            delta = delta.max((next - *di).abs());
+            delta = delta.max((next - *di).abs() / scale[i]);
             *di = next;
         }
         iterations += 1;
@@ -217,6 +251,71 @@ mod tests {
                 let loss = 1.0 - fp.state.goodput[i] / fp.demands[i];
                 assert!((loss - 1.0 / (k + 1.0)).abs() < 1e-6, "k={k}: loss {loss}");
             }
+        }
+    }
+
+    /// Issue 12: `(x / x̄)^k` and `x̄^k` overflowed (k = 80 at capacity 1e4: "demand must be >= 0,
+    /// got NaN") or underflowed (capacity 0.01, k = 200: unconverged). In log space the answer is
+    /// the seed's at every scale and every k.
+    #[test]
+    fn any_scale_and_any_k_gives_the_seeds_steady_state() {
+        for n in [3usize, 10] {
+            for k in [1.0, 80.0, 200.0, 300.0, 1000.0] {
+                for s in [1e-9, 0.01, 1.0, 1e4, 1e9] {
+                    let mut net = Network::new();
+                    let hub = net.add_node("hub").unwrap();
+                    let dst = net.add_node("dst").unwrap();
+                    net.add_link(hub, dst, n as f64 * s).unwrap();
+                    let mut pairs = Vec::new();
+                    for i in 0..n {
+                        let v = net.add_node(&format!("s{i}")).unwrap();
+                        net.add_link(v, hub, 10.0 * s).unwrap();
+                        pairs.push((v, dst));
+                    }
+                    let flows = Flows::shortest(&net, &pairs).unwrap();
+                    let bw = Brickwall::new(&net, &flows);
+                    let fp = fixed_point(&bw, k, 1e-10, 100_000).unwrap();
+                    assert!(fp.converged, "n={n} k={k} s={s}: delta {}", fp.delta);
+                    for i in 0..n {
+                        let want = (1.0 + 1.0 / k) * s;
+                        assert!(
+                            (fp.demands[i] - want).abs() < 1e-6 * s,
+                            "n={n} k={k} s={s}: demand {} want {want}",
+                            fp.demands[i]
+                        );
+                        let loss = 1.0 - fp.state.goodput[i] / fp.demands[i];
+                        assert!(
+                            (loss - 1.0 / (k + 1.0)).abs() < 1e-6,
+                            "n={n} k={k} s={s}: loss {loss}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The router at k = 300 with one flow 10x the others (`(x / x̄)^k` was 1e300 and more).
+    #[test]
+    fn a_steep_router_drops_the_excess_from_the_largest_flow() {
+        let mut rule = LossLoadRule::new(300.0, 1);
+        let offered = [1.0, 1.0, 1.0, 10.0];
+        let mut carried = [0.0; 4];
+        rule.apply(0, 11.0, &offered, &mut carried);
+        assert_eq!(carried[..3], [1.0, 1.0, 1.0]);
+        assert!((carried[3] - 8.0).abs() < 1e-12, "{carried:?}");
+        assert!(rule.log_a[0].is_finite());
+    }
+
+    /// A second link overloaded by rounding (a tiny `a_e`) must not move the best rate: with the
+    /// pole of `h` inside the bracket, Newton crept along it and stopped there, doubling the rate.
+    #[test]
+    fn a_negligible_second_link_does_not_change_the_best_rate() {
+        for k in [1.0, 2.0, 10.0, 300.0] {
+            let one = best_rate(k, &[-4.4]).unwrap();
+            let two = best_rate(k, &[-4.4, -39.0]).unwrap();
+            let want = (-(k + 1.0).ln() + 4.4) / k; // x = (1 / ((k+1) a))^(1/k)
+            assert!((one.ln() - want).abs() < 1e-12, "k={k}: {one}");
+            assert!((two / one - 1.0).abs() < 1e-12, "k={k}: {two} vs {one}");
         }
     }
 

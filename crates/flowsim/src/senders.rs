@@ -62,7 +62,8 @@ pub struct FixedPoint {
     pub iterations: usize,
     /// Whether the last change was at most ε (otherwise `max_iterations` ran out).
     pub converged: bool,
-    /// The largest change of a demand in the last iteration.
+    /// The largest change of a demand in the last iteration, relative to its scale
+    /// ([`demand_scales`]).
     pub delta: f64,
 }
 
@@ -130,6 +131,37 @@ pub fn update(
     }
 }
 
+/// The scale each flow's demand change is measured against: the capacity of its first link (the
+/// scale of its Eq. 1 demand), or the network's largest capacity for a flow whose first link has
+/// none. So `epsilon` is relative and a fixed point is the same, scaled, when every capacity is
+/// (issue 12: an absolute ε stopped a network of capacities 0.01 far from its fixed point and
+/// never stopped one of capacities 1e9). Networks of unit access capacity, as the seed's, are
+/// unchanged.
+pub(crate) fn demand_scales(net: &Network, flows: &Flows) -> Vec<f64> {
+    let largest = net.links().iter().map(|l| l.capacity).fold(0.0, f64::max);
+    (0..flows.len())
+        .map(|i| {
+            let c = net.links()[flows.route(i)[0] as usize].capacity;
+            if c > 0.0 {
+                c
+            } else if largest > 0.0 {
+                largest
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
+/// The largest change of a demand, each relative to its scale ([`demand_scales`]).
+pub(crate) fn relative_change(next: &[f64], before: &[f64], scale: &[f64]) -> f64 {
+    next.iter()
+        .zip(before)
+        .zip(scale)
+        .map(|((a, b), s)| (a - b).abs() / s)
+        .fold(0.0, f64::max)
+}
+
 /// The tolerance and iteration cap of a fixed point: `epsilon` finite and > 0, at least one iteration.
 pub(crate) fn check_iteration(epsilon: f64, max_iterations: usize) -> Result<(), Error> {
     if !(epsilon.is_finite() && epsilon > 0.0) {
@@ -150,7 +182,8 @@ pub(crate) fn check_iteration(epsilon: f64, max_iterations: usize) -> Result<(),
 }
 
 /// Fig. 6: start from Eq. 1, compute the flow through the network, update the demands, until no
-/// demand changes by more than `epsilon` (flow units) or `max_iterations` pass.
+/// demand changes by more than `epsilon` times its scale ([`demand_scales`]: the capacity of the
+/// flow's first link) or `max_iterations` pass.
 pub fn fixed_point(
     bw: &Brickwall<'_>,
     model: SenderModel,
@@ -160,6 +193,7 @@ pub fn fixed_point(
     model.check()?;
     check_iteration(epsilon, max_iterations)?;
     let groups = sender_groups(bw.flows);
+    let scale = demand_scales(bw.net, bw.flows);
     let mut d = initial_demands(bw.net, bw.flows);
     let mut iterations = 0;
     let mut delta = f64::INFINITY;
@@ -167,11 +201,7 @@ pub fn fixed_point(
         let st = bw.solve(&d)?;
         let before = d.clone();
         update(model, bw.net, &groups, &st.goodput, &mut d);
-        delta = d
-            .iter()
-            .zip(&before)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        delta = relative_change(&d, &before, &scale);
         iterations += 1;
     }
     let state = bw.solve(&d)?;

@@ -297,7 +297,8 @@ impl PyFlowModel {
 
     /// The steady state of a sender model (`naive`, `full_balanced`, `full_share`, `naive_ratio`,
     /// `limited_ratio`) iterated to a fixed point, accounted against `mmf` (clamp's rates,
-    /// computed when not given). Returns per-flow, per-link and total figures.
+    /// computed when not given). Returns per-flow, per-link and total figures. `epsilon` is
+    /// relative to each flow's first-link capacity (`senders::demand_scales`).
     #[pyo3(signature = (model, alpha=0.2, epsilon=1e-6, max_iterations=10_000, mmf=None))]
     fn senders<'py>(
         &self,
