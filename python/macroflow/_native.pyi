@@ -556,7 +556,9 @@ class Simulation:
         min_rto_s: float = 0.2,
         dscp: int = 0,
     ) -> int:
-        """A TCP flow; bulk when ``size_bytes`` is None."""
+        """A TCP flow; bulk when ``size_bytes`` is None. ``cc``: ``newreno`` (1/cwnd per ACK, as ns-2
+        and ns-3), ``newreno_abc`` (RFC 3465 counting of acknowledged segments, as Linux),
+        ``cubic`` (RFC 9438) or ``ledbat`` (RFC 6817)."""
     def add_udp_flow(
         self,
         src: int,

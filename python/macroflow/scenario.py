@@ -183,7 +183,7 @@ class TcpFlow(_Endpoints):
     type: Literal["tcp"]
     #: Bytes to send (a flow that completes); bulk when absent.
     size_bytes: Optional[int] = Field(default=None, ge=1)
-    cc: Literal["newreno", "cubic", "ledbat"] = "newreno"
+    cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
     group: Optional[str] = None
     priority: float = Field(default=1.0, gt=0)
     #: DSCP of its packets (WRR classifies by it).
@@ -220,7 +220,7 @@ class WebFlow(_Endpoints):
     mean_size_bytes: float = Field(default=50e3, gt=0)
     end_s: Optional[float] = Field(default=None, gt=0)
     pareto_shape: float = Field(default=1.2, gt=1)
-    cc: Literal["newreno", "cubic", "ledbat"] = "newreno"
+    cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
 
 
 Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow, WebFlow], Field(discriminator="type")]

@@ -534,7 +534,7 @@ impl PySimulation {
         dscp: u8,
     ) -> PyResult<u32> {
         let kind = CcKind::from_name(cc)
-            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic", "ledbat"]))?;
+            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "newreno_abc", "cubic", "ledbat"]))?;
         let tcp = TcpConfig {
             mss,
             initial_cwnd_pkts,
@@ -612,7 +612,7 @@ impl PySimulation {
         cc: &str,
     ) -> PyResult<Vec<u32>> {
         let kind = CcKind::from_name(cc)
-            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "cubic", "ledbat"]))?;
+            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "newreno_abc", "cubic", "ledbat"]))?;
         let web = WebWorkload {
             load_bps,
             mean_size_bytes,

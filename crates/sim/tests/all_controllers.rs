@@ -100,6 +100,7 @@ fn run(kind: &Kind) -> (String, [f64; 3], u64, usize) {
 fn every_controller_backs_off_under_loss_recovers_and_respects_its_link() {
     let mut kinds = vec![
         Kind::Tcp(CcKind::NewReno),
+        Kind::Tcp(CcKind::NewRenoAbc),
         Kind::Tcp(CcKind::Cubic),
         Kind::Tcp(CcKind::Ledbat),
     ];

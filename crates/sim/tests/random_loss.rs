@@ -68,6 +68,32 @@ fn reno_throughput_follows_eq5_under_random_loss() {
     }
 }
 
+/// NewReno with RFC 3465 counting grows one segment per RTT although ACKs are delayed, so it
+/// follows Eq. 5 with a = 1: sqrt(2) times plain NewReno's rate (issue 12).
+#[test]
+fn newreno_abc_follows_eq5_with_a_equal_one() {
+    for (p, secs) in [(1e-3, 1000), (1e-2, 1000)] {
+        let runs: Vec<(f64, f64, f64)> = (1..=4)
+            .map(|seed| under_loss(CcKind::NewRenoAbc, p, secs, seed))
+            .collect();
+        let got = runs.iter().map(|r| r.0).sum::<f64>() / 4.0;
+        // under_loss gives Eq. 5 for a = 2; a = 1 is sqrt(2) times that.
+        let eq5 = 2f64.sqrt() * runs.iter().map(|r| r.1).sum::<f64>() / 4.0;
+        let err = (got - eq5) / eq5;
+        println!(
+            "NewReno ABC p = {p:e}: goodput {:.3} Mbit/s, Eq. 5 (a = 1) {:.3} Mbit/s, error {:+.1}%",
+            got / 1e6,
+            eq5 / 1e6,
+            err * 100.0
+        );
+        assert!(
+            err.abs() < 0.15,
+            "p = {p}: {got} vs Eq. 5 {eq5} ({:+.1}%)",
+            err * 100.0
+        );
+    }
+}
+
 /// CUBIC under Bernoulli loss against seed 001 Eq. 6, where its TCP-friendly region does not
 /// dominate (RTT 100 ms; seed 001 used p = 3.4e-4 for a 10 Mbit/s target).
 #[test]

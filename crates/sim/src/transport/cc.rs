@@ -40,7 +40,8 @@ pub struct TcpCc {
 /// One acknowledgement, as the controller's per-ACK hooks see it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AckSample {
-    /// Segments newly acknowledged by this ACK.
+    /// Segments this ACK newly delivered: cumulatively acknowledged and not SACKed before, plus
+    /// newly SACKed (Linux's `acked_sacked`, the `acked` its `cong_avoid` is given).
     pub acked: u32,
     pub rtt: Option<Duration>,
     /// One-way delay of the data packet that triggered this ACK, measured by the receiver from the
@@ -90,10 +91,52 @@ impl CongestionControl for NewReno {
     }
 }
 
+/// NewReno with appropriate byte counting (RFC 3465), counted in segments as Linux's
+/// `tcp_reno_cong_avoid` does (the kernel function the BPF port calls): slow start adds every
+/// segment an ACK covers up to ssthresh (`tcp_slow_start`; RFC 3465 sec. 2.2 caps it at L = 2
+/// segments per ACK, Linux does not, and with 2-segment delayed ACKs the two agree), the rest goes
+/// to congestion avoidance at `acked / cwnd` (`tcp_cong_avoid_ai`: one segment per window of
+/// segments acknowledged, RFC 3465 sec. 2.1). So the window grows one segment per RTT with or
+/// without delayed ACKs, where [`NewReno`] (ns-2's and ns-3's default) grows 1/a.
+#[derive(Clone, Debug, Default)]
+pub struct NewRenoAbc;
+
+/// Linux `tcp_slow_start`: `cwnd = min(cwnd + acked, ssthresh)`; returns the segments left over
+/// for congestion avoidance.
+pub fn slow_start(tp: &mut TcpCc, acked: f64) -> f64 {
+    let next = (tp.cwnd + acked).min(tp.ssthresh.max(tp.cwnd));
+    let left = acked - (next - tp.cwnd);
+    tp.cwnd = next;
+    left
+}
+
+impl CongestionControl for NewRenoAbc {
+    fn name(&self) -> &'static str {
+        "newreno_abc"
+    }
+
+    fn ssthresh(&mut self, tp: &TcpCc) -> f64 {
+        (tp.in_flight / 2.0).max(2.0)
+    }
+
+    fn cong_avoid(&mut self, tp: &mut TcpCc, ack: &AckSample) {
+        let mut acked = f64::from(ack.acked);
+        if tp.cwnd < tp.ssthresh {
+            acked = slow_start(tp, acked);
+            if acked <= 0.0 {
+                return;
+            }
+        }
+        tp.cwnd += acked / tp.cwnd;
+    }
+}
+
 /// The controllers the simulator can build by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcKind {
     NewReno,
+    /// [`NewRenoAbc`]: NewReno counting acknowledged segments, as Linux.
+    NewRenoAbc,
     Cubic,
     /// LEDBAT (RFC 6817) with its default parameters.
     Ledbat,
@@ -103,6 +146,7 @@ impl CcKind {
     pub fn build(self) -> Box<dyn CongestionControl> {
         match self {
             CcKind::NewReno => Box::new(NewReno),
+            CcKind::NewRenoAbc => Box::new(NewRenoAbc),
             CcKind::Cubic => Box::new(crate::transport::cubic::Cubic::default()),
             CcKind::Ledbat => Box::new(crate::transport::ledbat::Ledbat::default()),
         }
@@ -111,6 +155,7 @@ impl CcKind {
     pub fn from_name(name: &str) -> Option<CcKind> {
         match name {
             "newreno" | "reno" => Some(CcKind::NewReno),
+            "newreno_abc" => Some(CcKind::NewRenoAbc),
             "cubic" => Some(CcKind::Cubic),
             "ledbat" => Some(CcKind::Ledbat),
             _ => None,
@@ -160,5 +205,46 @@ mod tests {
         let mut cc = NewReno;
         assert_eq!(cc.ssthresh(&tp(40.0, 100.0)), 20.0);
         assert_eq!(cc.ssthresh(&tp(3.0, 100.0)), 2.0);
+    }
+
+    /// RFC 3465 / Linux: one window of segments acknowledged adds one segment, whether they come
+    /// one or two per ACK; slow start doubles per RTT either way and stops at ssthresh, the rest
+    /// of the ACK going to congestion avoidance.
+    #[test]
+    fn newreno_abc_counts_acknowledged_segments() {
+        let ack = |acked| AckSample {
+            acked,
+            rtt: None,
+            one_way_delay: None,
+            now: Instant::ZERO,
+        };
+        for per_ack in [1u32, 2] {
+            // One RTT of congestion avoidance at cwnd 20: 20 segments acknowledged.
+            let mut t = tp(20.0, 5.0);
+            for _ in 0..20 / per_ack {
+                NewRenoAbc.cong_avoid(&mut t, &ack(per_ack));
+            }
+            assert!(
+                (t.cwnd - 21.0).abs() < 0.03,
+                "{per_ack} per ACK: {}",
+                t.cwnd
+            );
+            // One RTT of slow start from 10: doubles.
+            let mut t = tp(10.0, 100.0);
+            for _ in 0..10 / per_ack {
+                NewRenoAbc.cong_avoid(&mut t, &ack(per_ack));
+            }
+            assert_eq!(t.cwnd, 20.0, "{per_ack} per ACK");
+        }
+        // At ssthresh 11 an ACK of 2 takes one segment to 11 and gives 1/11 to avoidance.
+        let mut t = tp(10.0, 11.0);
+        NewRenoAbc.cong_avoid(&mut t, &ack(2));
+        assert!((t.cwnd - (11.0 + 1.0 / 11.0)).abs() < 1e-12, "{}", t.cwnd);
+        // Plain NewReno under delayed ACKs: half a segment per RTT (seed 001's a = 2).
+        let mut t = tp(20.0, 5.0);
+        for _ in 0..10 {
+            NewReno.cong_avoid(&mut t, &ack(2));
+        }
+        assert!((t.cwnd - 20.5).abs() < 0.02, "{}", t.cwnd);
     }
 }

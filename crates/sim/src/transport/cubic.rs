@@ -217,12 +217,17 @@ impl CongestionControl for Cubic {
         (cwnd * BETA_CUBIC).max(2.0)
     }
 
-    /// Slow start below ssthresh (sec. 4.10), else sec. 4.2-4.5.
+    /// Slow start below ssthresh (sec. 4.10), else sec. 4.2-4.5. Slow start counts acknowledged
+    /// segments as Linux's `bictcp_cong_avoid` (`tcp_slow_start(tp, acked)`), and what is left of
+    /// the ACK at ssthresh goes to the cubic increase.
     fn cong_avoid(&mut self, tp: &mut TcpCc, ack: &AckSample) {
+        let mut acked = f64::from(ack.acked);
         if tp.cwnd < tp.ssthresh {
-            tp.cwnd += 1.0;
+            acked = crate::transport::cc::slow_start(tp, acked);
             self.epoch = None;
-            return;
+            if acked <= 0.0 {
+                return;
+            }
         }
         let cwnd = tp.cwnd.max(1.0);
         let mut e = match self.epoch {
@@ -239,14 +244,13 @@ impl CongestionControl for Cubic {
             .or(ack.rtt)
             .unwrap_or(Duration::ZERO)
             .as_secs_f64();
-        let acked = f64::from(ack.acked.max(1));
 
         // Sec. 4.3: alpha_cubic until W_est reaches the window of the last reduction, then 1.
         let alpha = match self.cwnd_prior {
             Some(prior) if e.w_est < prior => ALPHA_CUBIC,
             _ => 1.0,
         };
-        e.w_est += alpha * ack.acked as f64 / cwnd;
+        e.w_est += alpha * acked / cwnd;
         self.epoch = Some(e);
 
         // Sec. 4.2: target W_cubic(t + RTT) within [cwnd, 1.5 cwnd]; sec. 4.4/4.5 increase.

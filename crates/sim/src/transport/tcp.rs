@@ -488,13 +488,27 @@ impl TcpSender {
     /// ACK acknowledged new data.
     pub fn on_ack(&mut self, ack: &Packet, now: Instant, out: &mut Outbox) -> bool {
         let mss = self.cfg.mss as u64;
-        if self.cfg.sack {
+        let sacked_before = if self.cfg.sack {
+            let before = self.sb.sacked_within(self.snd_una, self.snd_max);
             self.sb
                 .update(ack.ack.max(self.snd_una), &ack.sack[..ack.n_sack as usize]);
-        }
+            before
+        } else {
+            0
+        };
         if ack.ack > self.snd_una {
             let acked_bytes = ack.ack - self.snd_una;
             let acked = acked_bytes.div_ceil(mss) as u32;
+            // What this ACK newly delivered (Linux's `acked_sacked`, which it gives `cong_avoid`):
+            // the cumulative advance less what was SACKed before, plus new SACKs. A retransmission
+            // that fills a hole below many SACKed segments delivers one segment, not all of them.
+            let delivered_bytes = if self.cfg.sack {
+                (acked_bytes + self.sb.sacked_within(ack.ack, self.snd_max))
+                    .saturating_sub(sacked_before)
+            } else {
+                acked_bytes
+            };
+            let delivered = delivered_bytes.div_ceil(mss) as u32;
             self.snd_una = ack.ack;
             self.snd_nxt = self.snd_nxt.max(self.snd_una);
             self.high_rxt = self.high_rxt.max(self.snd_una);
@@ -506,7 +520,7 @@ impl TcpSender {
             self.tp.in_flight = self.flight_pkts();
             let one_way_delay = (ack.owd_ns > 0).then(|| Duration::from_nanos(ack.owd_ns));
             let sample = AckSample {
-                acked,
+                acked: delivered,
                 rtt,
                 one_way_delay,
                 now,
