@@ -54,16 +54,39 @@ class Scenario:
                                   # not counting the one being serialized; see README)
     duration_s: float             # simulated seconds
     description: str = ""
+    # Fidelity cases (issue 12) vary the rest; the speed cases A-C keep the defaults.
+    access_delays_s: Optional[tuple] = None  # per flow (both access links), overrides access_delay_s
+    tcp: str = "newreno"          # "newreno" or "cubic"
+    delack: bool = True           # 2-segment delayed ACKs (else an ACK per segment)
+    loss: float = 0.0             # Bernoulli loss of packets entering the bottleneck (data only)
+    suite: str = "speed"          # "speed" (issue 3) or "fidelity" (issue 12)
+    warmup_s: float = 0.0         # > 0: also report the figures over [warmup_s, end] alone
+
+    def delays(self) -> list[float]:
+        """One-way delay of each flow's access links (sender's and receiver's)."""
+        if self.access_delays_s is not None:
+            assert len(self.access_delays_s) == self.n_flows
+            return list(self.access_delays_s)
+        return [self.access_delay_s] * self.n_flows
+
+    def rtts_s(self) -> list[float]:
+        """Each flow's two-way propagation delay (no serialization, no queueing)."""
+        return [2.0 * (2.0 * a + self.bottleneck_delay_s) for a in self.delays()]
 
     @property
     def base_rtt_s(self) -> float:
-        """Two-way propagation delay (no serialization, no queueing)."""
-        return 2.0 * (2.0 * self.access_delay_s + self.bottleneck_delay_s)
+        """Two-way propagation delay of the first flow."""
+        return self.rtts_s()[0]
 
     @property
     def bdp_pkts(self) -> float:
         return self.bottleneck_bps * self.base_rtt_s / (8.0 * IP_PKT_BYTES)
 
+
+# Fidelity cases are also measured over [WARMUP_S, end]: the start-up (every flow's slow-start
+# overshoot into the queue at once) is a transient whose size varies between simulators with small
+# details (see README, "Fidelity suite"), and would otherwise dominate short runs' loss ratios.
+WARMUP_S = 20.0
 
 SCENARIOS: dict[str, Scenario] = {
     "A": Scenario("A", 2, 10e6, 0.048, 1e9, 0.001, 83, 300.0,
@@ -72,7 +95,35 @@ SCENARIOS: dict[str, Scenario] = {
                   "10 flows, 100 Mbit/s, 100 ms RTT, 833-packet (1 BDP) queue"),
     "C": Scenario("C", 10, 10e9, 8e-6, 10e9, 1e-6, 100, 5.0,
                   "10 flows, 10 Gbit/s everywhere, 20 us propagation RTT, 100-packet queue"),
+    # ---- fidelity suite (issue 12): cases the speed benchmark does not cover ----
+    "D": Scenario("D", 4, 100e6, 0.0005, 1e9, 0.00025, 8, 60.0,
+                  "short RTT, small buffer: 4 flows, 100 Mbit/s, 2 ms RTT, 8-packet (half-BDP) queue",
+                  suite="fidelity", warmup_s=WARMUP_S),
+    "E": Scenario("E", 5, 20e6, 0.005, 1e9, 0.001, 100, 200.0,
+                  "RTT unfairness: 5 flows, 20 Mbit/s, RTTs 14, 30, 50, 90, 170 ms, 100-packet queue",
+                  access_delays_s=(0.001, 0.005, 0.010, 0.020, 0.040), suite="fidelity", warmup_s=WARMUP_S),
+    "F": Scenario("F", 1, 10e6, 0.048, 1e9, 0.001, 41, 300.0,
+                  "single-flow sawtooth: 1 flow, 10 Mbit/s, 100 ms RTT, 41-packet (half-BDP) queue",
+                  suite="fidelity", warmup_s=WARMUP_S),
+    "G": Scenario("G", 8, 100e6, 0.018, 1e9, 0.001, 333, 60.0,
+                  "CUBIC: 8 flows, 100 Mbit/s, 40 ms RTT, 333-packet (1 BDP) queue",
+                  tcp="cubic", suite="fidelity", warmup_s=WARMUP_S),
+    "M": Scenario("M", 1, 100e6, 0.048, 1e9, 0.001, 1000, 1000.0,
+                  "Mathis, delayed ACKs: 1 flow, 1 % random loss, 100 ms RTT, 100 Mbit/s (never full)",
+                  loss=0.01, suite="fidelity", warmup_s=WARMUP_S),
+    "N": Scenario("N", 1, 100e6, 0.048, 1e9, 0.001, 1000, 1000.0,
+                  "Mathis, an ACK per segment: as M without delayed ACKs",
+                  loss=0.01, delack=False, suite="fidelity", warmup_s=WARMUP_S),
 }
+
+
+def mathis_bps(sc: Scenario) -> Optional[float]:
+    """Mathis et al. 1997 (seed 001 Eq. 5): MSS / RTT * sqrt(3 / (2 b p)), b = segments per ACK,
+    for the lossy single-flow cases; None for the others."""
+    if sc.loss <= 0 or sc.n_flows != 1:
+        return None
+    b = DELACK_COUNT if sc.delack else 1
+    return MSS_BYTES * 8.0 / sc.base_rtt_s * (3.0 / (2.0 * b * sc.loss)) ** 0.5
 
 
 def start_times(scenario: Scenario, seed: int, stagger: bool) -> list[float]:
@@ -107,6 +158,8 @@ class Result:
     mean_queue_pkts: float                 # time-average bottleneck queue (packets waiting)
     seed: int
     stagger: bool
+    after_warmup: Optional[dict] = None    # warmup_s, loss_ratio, mean_queue_pkts, goodput_bps,
+                                           # rexmit_pkts over [warmup_s, end] (fidelity cases)
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -135,12 +188,18 @@ def base_arg_parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def with_duration(sc: Scenario, duration_s: float) -> Scenario:
+    """`sc` run for `duration_s`; a run no longer than the warm-up has none (whole run only)."""
+    return dataclasses.replace(sc, duration_s=duration_s,
+                               warmup_s=sc.warmup_s if sc.warmup_s < duration_s else 0.0)
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     sc = SCENARIOS[args.scenario]
     if args.duration is not None:
         if args.duration <= 0:
             raise SystemExit("--duration must be positive")
-        sc = dataclasses.replace(sc, duration_s=args.duration)
+        sc = with_duration(sc, args.duration)
     return sc
 
 

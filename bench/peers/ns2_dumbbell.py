@@ -46,8 +46,9 @@ def ns2_version(ns_bin: str) -> str:
 def main() -> None:
     ap = C.base_arg_parser(__doc__.splitlines()[0])
     ap.add_argument("--variant", choices=["sack1", "newreno"], default="sack1",
-                    help="sack1: Agent/TCP/Sack1 + Agent/TCPSink/Sack1/DelAck (SACK on, "
-                         "default); newreno: Agent/TCP/Newreno + Agent/TCPSink/DelAck (no SACK)")
+                    help="for NewReno scenarios: sack1: Agent/TCP/Sack1 + Agent/TCPSink/Sack1/DelAck "
+                         "(SACK on, default); newreno: Agent/TCP/Newreno + Agent/TCPSink/DelAck (no "
+                         "SACK). CUBIC scenarios use Agent/TCP/Linux (tcp_cubic) + TCPSink/Sack1.")
     ap.add_argument("--ns", default=None, help="path to the ns binary (default: ns on PATH)")
     args = ap.parse_args()
     sc = C.scenario_from_args(args)
@@ -65,13 +66,16 @@ def main() -> None:
         "bw": f"{sc.bottleneck_bps:.0f}",
         "bdelay": repr(sc.bottleneck_delay_s),
         "abw": f"{sc.access_bps:.0f}",
-        "adelay": repr(sc.access_delay_s),
+        "adelays": ",".join(repr(a) for a in sc.delays()),
         "qlim": sc.queue_pkts + NS2_QLIMIT_OFFSET,
         "aqlim": C.ACCESS_QUEUE_PKTS,
         "dur": repr(sc.duration_s),
         "seed": args.seed,
         "starts": ",".join(repr(t) for t in starts),
-        "variant": args.variant,
+        "variant": "cubic" if sc.tcp == "cubic" else args.variant,
+        "delackon": int(sc.delack),
+        "loss": repr(sc.loss),
+        "warmup": repr(sc.warmup_s),
         "mss": C.MSS_BYTES,
         "hdr": 40,
         "tsopt": C.TCP_IP_HDR_BYTES - 40,
@@ -100,6 +104,21 @@ def main() -> None:
     arrivals = int(r["bottleneck_arrivals"])
     drops = int(r["bottleneck_drops"])
     goodput = app_pkts * C.MSS_BYTES * 8.0 / sc.duration_s
+    flow_pkts = [int(x) for x in r["flow_app_pkts"].split(",")]
+    if sc.tcp == "cubic":
+        tcp = "Agent/TCP/Linux (tcp_cubic) + TCPSink/Sack1"
+    else:
+        tcp = "Agent/TCP/Sack1 + TCPSink/Sack1" if args.variant == "sack1" else "Agent/TCP/Newreno + TCPSink"
+    if sc.delack:
+        tcp += "/DelAck"
+    after = None
+    if "warm_arrivals" in r:
+        span = sc.duration_s - sc.warmup_s
+        arr, dr = int(r["warm_arrivals"]), int(r["warm_drops"])
+        after = {"warmup_s": sc.warmup_s, "loss_ratio": round(dr / arr, 8) if arr else 0.0,
+                 "mean_queue_pkts": round(float(r["warm_mean_queue"]), 4),
+                 "goodput_bps": round(int(r["warm_app_pkts"]) * C.MSS_BYTES * 8.0 / span, 1),
+                 "rexmit_pkts": int(r["warm_rexmit"])}
     result = C.Result(
         simulator="ns-2",
         simulator_version=f"{ns2_version(ns_bin)}, ns-version {r['version']}",
@@ -117,14 +136,15 @@ def main() -> None:
         goodput_bps=round(goodput, 1),
         goodput_utilization=round(goodput / sc.bottleneck_bps, 6),
         bottleneck_arrivals=arrivals,
-        bottleneck_drops=drops,
+        bottleneck_drops=drops,  # the ErrorModel's random drops included (the QueueMonitor sees them)
         loss_ratio=round(drops / arrivals, 8) if arrivals else 0.0,
         mean_queue_pkts=round(float(r["mean_queue_pkts"]), 4),
         seed=args.seed,
         stagger=args.stagger,
+        after_warmup=after,
         extra={
-            "tcp": "Agent/TCP/Sack1 + TCPSink/Sack1/DelAck" if args.variant == "sack1"
-                   else "Agent/TCP/Newreno + TCPSink/DelAck",
+            "tcp": tcp,
+            "flow_goodput_bps": [round(p * C.MSS_BYTES * 8.0 / sc.duration_s, 1) for p in flow_pkts],
             "run_only_wall_s": float(r["run_wall_s"]),
             "sender_data_pkts": int(r["sender_data_pkts"]),
             "sender_rexmit_pkts": int(r["sender_rexmit_pkts"]),

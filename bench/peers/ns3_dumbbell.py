@@ -41,11 +41,13 @@ CHILD_MARK = "NS3RESULT "
 # Loss recovery: ns-3's default is TcpPrrRecovery; TcpClassicRecovery (RFC 5681/6675 style
 # window inflation) is the default here because ns-2 has no PRR. --recovery prr switches.
 RECOVERY_TYPES = {"classic": "ns3::TcpClassicRecovery", "prr": "ns3::TcpPrrRecovery"}
-SOCKET_TYPE = "ns3::TcpNewReno"
+SOCKET_TYPES = {"newreno": "ns3::TcpNewReno", "cubic": "ns3::TcpCubic"}
 DATA_PKT_THRESHOLD = 200                    # bytes at MacRx (PPP header included)
 
 CPP_HELPERS = r"""
 #include <cstdint>
+#include <string>
+#include <vector>
 namespace mfpeer {
 using namespace ns3;
 
@@ -129,8 +131,18 @@ class SenderStats {
         if (any && h.GetSequenceNumber() < highest) { ++retx; }
         if (!any || end > highest) { highest = end; any = true; }
     }
+    // The first timeouts' times (ns), to show repeated-timeout episodes.
+    std::vector<int64_t> rtoTimes;
     void CongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now) {
-        if (now == TcpSocketState::CA_LOSS) { ++rtos; }
+        if (now == TcpSocketState::CA_LOSS) {
+            ++rtos;
+            if (rtoTimes.size() < 40) { rtoTimes.push_back(Simulator::Now().GetNanoSeconds()); }
+        }
+    }
+    std::string RtoTimes() const {
+        std::string out;
+        for (auto t : rtoTimes) { out += std::to_string(t) + ","; }
+        return out;
     }
 };
 
@@ -149,6 +161,45 @@ void ConnectSenderAt(Ptr<Application> app, SenderStats* s, int64_t atNs) {
 uint64_t SinkTotalRx(Ptr<Application> app) {
     return DynamicCast<PacketSink>(app)->GetTotalRx();
 }
+
+// Bernoulli loss of packets arriving at `dev` (R2's end of the bottleneck: data only), each drop
+// counted from the device's PhyRxDrop trace.
+bool AddLoss(Ptr<NetDevice> dev, double p, DropCounter* c) {
+    Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+    em->SetRate(p);
+    em->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
+    dev->SetAttribute("ReceiveErrorModel", PointerValue(em));
+    return dev->TraceConnectWithoutContext("PhyRxDrop", MakeCallback(&DropCounter::Drop, c));
+}
+
+// The counters at the end of the warm-up, to report [warmup, end] alone.
+class Warmup {
+  public:
+    Ptr<NetDevice> dev;
+    QueueIntegrator* qi = nullptr;
+    DropCounter* tc = nullptr;
+    DropCounter* rnd = nullptr;
+    std::vector<Ptr<Application>> sinks;
+    std::vector<SenderStats*> senders;
+    bool done = false;
+    uint64_t enq = 0, drops = 0, rndDrops = 0, bytes = 0, retx = 0;
+    double qint = 0;
+    void AddSink(Ptr<Application> a) { sinks.push_back(a); }
+    void AddSender(SenderStats* s) { senders.push_back(s); }
+    void Take() {
+        Ptr<Queue<Packet>> q = DeviceQueue(dev);
+        enq = q->GetTotalReceivedPackets();
+        drops = q->GetTotalDroppedPacketsBeforeEnqueue() + q->GetTotalDroppedPacketsAfterDequeue() + tc->pkts;
+        rndDrops = rnd->pkts;
+        qint = qi->Integral(Simulator::Now().GetNanoSeconds());
+        bytes = 0;
+        for (auto& a : sinks) { bytes += DynamicCast<PacketSink>(a)->GetTotalRx(); }
+        retx = 0;
+        for (auto* st : senders) { retx += st->retx; }
+        done = true;
+    }
+    void At(int64_t ns) { Simulator::Schedule(NanoSeconds(ns), &Warmup::Take, this); }
+};
 
 bool HasRootQueueDisc(Ptr<NetDevice> dev) {
     Ptr<TrafficControlLayer> tc = dev->GetNode()->GetObject<TrafficControlLayer>();
@@ -194,11 +245,13 @@ def child(sc: C.Scenario, seed: int, stagger: bool, recovery: str) -> None:
 
     # ---- global TCP / queue configuration --------------------------------------------
     sd = ns.Config.SetDefault
-    sd("ns3::TcpL4Protocol::SocketType", ns.StringValue(SOCKET_TYPE))
+    sd("ns3::TcpL4Protocol::SocketType", ns.StringValue(SOCKET_TYPES[sc.tcp]))
+    if sc.tcp == "cubic":
+        sd("ns3::TcpCubic::HyStart", ns.BooleanValue(False))  # ns-2's Linux CUBIC and ours have none
     sd("ns3::TcpL4Protocol::RecoveryType", ns.StringValue(recovery))
     sd("ns3::TcpSocket::SegmentSize", ns.UintegerValue(C.MSS_BYTES))
     sd("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(C.INITIAL_CWND_SEGMENTS))
-    sd("ns3::TcpSocket::DelAckCount", ns.UintegerValue(C.DELACK_COUNT))
+    sd("ns3::TcpSocket::DelAckCount", ns.UintegerValue(C.DELACK_COUNT if sc.delack else 1))
     sd("ns3::TcpSocket::DelAckTimeout",
        ns.TimeValue(ns.MilliSeconds(int(round(C.DELACK_TIMEOUT_S * 1000)))))
     sd("ns3::TcpSocket::SndBufSize", ns.UintegerValue(C.SOCKET_BUFFER_BYTES))
@@ -230,7 +283,6 @@ def child(sc: C.Scenario, seed: int, stagger: bool, recovery: str) -> None:
 
     access = ns.PointToPointHelper()
     access.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(sc.access_bps))))
-    access.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(int(round(sc.access_delay_s * 1e9)))))
     bottle = ns.PointToPointHelper()
     bottle.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(sc.bottleneck_bps))))
     bottle.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(int(round(sc.bottleneck_delay_s * 1e9)))))
@@ -249,7 +301,8 @@ def child(sc: C.Scenario, seed: int, stagger: bool, recovery: str) -> None:
     all_devs.append(bn_devs)
     recv_addrs = []
     recv_devs = []
-    for i in range(n):
+    for i, delay in enumerate(sc.delays()):
+        access.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(int(round(delay * 1e9)))))
         d = access.Install(senders.Get(i), r1)
         addr.Assign(d)
         addr.NewNetwork()
@@ -299,6 +352,9 @@ def child(sc: C.Scenario, seed: int, stagger: bool, recovery: str) -> None:
     assert mf.ConnectQueue(bn_dev, qi)
     tc_drops = mf.DropCounter()
     assert mf.ConnectTcDrop(r1, tc_drops)
+    random_drops = mf.DropCounter()
+    if sc.loss > 0:
+        assert mf.AddLoss(bn_devs.Get(1), sc.loss, random_drops)
     counters = []
     for dev in recv_devs:
         c = mf.RxCounter()
@@ -311,6 +367,15 @@ def child(sc: C.Scenario, seed: int, stagger: bool, recovery: str) -> None:
         st = mf.SenderStats()
         mf.ConnectSenderAt(ba.Get(0), st, int(round(starts[i] * 1e9)) + 1)
         sender_stats.append(st)
+
+    warm = mf.Warmup()
+    if sc.warmup_s > 0:
+        warm.dev, warm.qi, warm.tc, warm.rnd = bn_dev, qi, tc_drops, random_drops
+        for sa in sink_apps:
+            warm.AddSink(sa.Get(0))
+        for st in sender_stats:
+            warm.AddSender(st)
+        warm.At(int(round(sc.warmup_s * 1e9)))
 
     end_ns = int(round(sc.duration_s * 1e9))
     ns.Simulator.Stop(ns.NanoSeconds(end_ns))
@@ -325,14 +390,17 @@ def child(sc: C.Scenario, seed: int, stagger: bool, recovery: str) -> None:
     enq = int(q.GetTotalReceivedPackets())
     drops = int(q.GetTotalDroppedPacketsBeforeEnqueue())
     drops_after = int(q.GetTotalDroppedPacketsAfterDequeue())
-    app_bytes = sum(int(mf.SinkTotalRx(sa.Get(0))) for sa in sink_apps)
+    flow_bytes = [int(mf.SinkTotalRx(sa.Get(0))) for sa in sink_apps]
+    app_bytes = sum(flow_bytes)
     delivered = sum(int(c.pkts) for c in counters)
     out = {
         "now_s": now_s,
         "wall_run_s": wall,
         "events": events,
         "enqueued": enq,
-        "drops": drops + drops_after + int(tc_drops.pkts),
+        "drops": drops + drops_after + int(tc_drops.pkts) + int(random_drops.pkts),
+        "random_drops": int(random_drops.pkts),
+        "flow_bytes": flow_bytes,
         "tc_drops": int(tc_drops.pkts),
         "queue_drops": drops + drops_after,
         "queue_integral_pkt_s": float(qi.Integral(end_ns)),
@@ -342,11 +410,16 @@ def child(sc: C.Scenario, seed: int, stagger: bool, recovery: str) -> None:
         "sender_retx": sum(int(st.retx) for st in sender_stats),
         "sender_data": sum(int(st.dataPkts) for st in sender_stats),
         "sender_rtos": sum(int(st.rtos) for st in sender_stats),
+        "flow_rtos": [int(st.rtos) for st in sender_stats],
+        "rto_times_ns": [[int(x) for x in str(st.RtoTimes()).split(",") if x] for st in sender_stats],
         "delivered": delivered,
         "setup_rss_kb": setup_rss_kb,
         "version": ns3_version(),
         "starts": starts,
     }
+    if warm.done:
+        out["warm"] = {"enq": int(warm.enq), "drops": int(warm.drops), "rnd": int(warm.rndDrops),
+                       "qint": float(warm.qint), "bytes": int(warm.bytes), "retx": int(warm.retx)}
     ns.Simulator.Destroy()
     print(CHILD_MARK + json.dumps(out), flush=True)
 
@@ -393,8 +466,17 @@ def main() -> None:
     r = json.loads(line[len(CHILD_MARK):])
 
     wall = r["wall_run_s"]
-    arrivals = r["enqueued"] + r["drops"]
+    arrivals = r["enqueued"] + r["drops"] - r["random_drops"]  # randomly dropped ones were enqueued
     goodput = r["app_bytes"] * 8.0 / sc.duration_s
+    after = None
+    if "warm" in r:
+        w, span = r["warm"], sc.duration_s - sc.warmup_s
+        dr = r["drops"] - w["drops"] - w["rnd"]
+        arr = r["enqueued"] - w["enq"] + (r["drops"] - r["random_drops"] - w["drops"])
+        after = {"warmup_s": sc.warmup_s, "loss_ratio": round(dr / arr, 8) if arr else 0.0,
+                 "mean_queue_pkts": round((r["queue_integral_pkt_s"] - w["qint"]) / span, 4),
+                 "goodput_bps": round((r["app_bytes"] - w["bytes"]) * 8.0 / span, 1),
+                 "rexmit_pkts": r["sender_retx"] - w["retx"]}
     result = C.Result(
         simulator="ns-3",
         simulator_version=r["version"],
@@ -417,8 +499,12 @@ def main() -> None:
         mean_queue_pkts=round(r["queue_integral_pkt_s"] / r["now_s"], 4),
         seed=args.seed,
         stagger=args.stagger,
+        after_warmup=after,
         extra={
-            "tcp": f"{SOCKET_TYPE} + {RECOVERY_TYPES[args.recovery]}, SACK, timestamps",
+            "tcp": f"{SOCKET_TYPES[sc.tcp]}{' (HyStart off)' if sc.tcp == 'cubic' else ''} + "
+                   f"{RECOVERY_TYPES[args.recovery]}, SACK, timestamps, DelAckCount {C.DELACK_COUNT if sc.delack else 1}",
+            "flow_goodput_bps": [round(b * 8.0 / sc.duration_s, 1) for b in r["flow_bytes"]],
+            "drops_random": r["random_drops"],
             "setup_rss_mb": round(r["setup_rss_kb"] / 1024.0, 1),
             "child_process_wall_s": round(run.wall_seconds, 3),
             "queue_trace_changes": r["queue_changes"],
@@ -426,6 +512,8 @@ def main() -> None:
             "sender_data_pkts": r["sender_data"],
             "sender_rexmit_pkts": r["sender_retx"],
             "sender_rtos": r["sender_rtos"],
+            "flow_rtos": r["flow_rtos"],
+            "first_rto_times_s": [[round(t / 1e9, 4) for t in ts] for ts in r["rto_times_ns"]],
             "drops_tc_layer": r["tc_drops"],
             "drops_device_queue": r["queue_drops"],
             "start_times_s": r["starts"],

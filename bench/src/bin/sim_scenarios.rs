@@ -1,72 +1,29 @@
-//! Runs the speed-benchmark dumbbells of issue 3 in macroflow's simulator and prints one JSON line
-//! per run, with the same fields as the peer scripts in `bench/peers/`:
+//! Runs one dumbbell of the simulator-vs-peers benchmark in macroflow's simulator and prints one
+//! JSON line with the same fields as the peer scripts in `bench/peers/`. The scenarios themselves
+//! (speed: A, B, C; fidelity: D to N) are defined once, in `bench/peers/common.py`;
+//! `bench/sim_vs_peers.py` passes every parameter on the command line.
 //!
-//! - A: 2 NewReno bulk flows, 10 Mbit/s bottleneck with 48 ms one-way delay, 1 Gbit/s access links
-//!   with 1 ms delay, 83-packet drop-tail queue, MSS 1448 bytes, 300 s.
-//! - B: as A with 10 flows, 100 Mbit/s and an 833-packet queue, 100 s.
-//! - C: 10 flows, 10 Gbit/s bottleneck, 20 us RTT (1 us access, 8 us bottleneck delay, 10 Gbit/s
-//!   access), 1500-byte packets, 100-packet queue, 5 s.
+//! N senders -> R1 -> bottleneck -> R2 -> N receivers, one bulk TCP flow per pair. TCP: IW 10,
+//! SACK, minimum RTO 200 ms, no pacing, MSS 1448 (1500-byte packets); delayed ACKs (every second
+//! segment, 200 ms timer) unless `--delack 0`. `--loss P` drops each packet entering the
+//! bottleneck queue with probability P (data direction only: ACKs use the other direction).
+//! `--rwnd-pkts R`: the receiver window (the peers' 8 MiB socket buffers are 5793 segments; without
+//! it a flow alone on a link as fast as the bottleneck grows its window, and its own access queue,
+//! without bound).
+//! `--warmup-s W` (W > 0) also reports the figures over [W, end] alone (`after_warmup`), so a
+//! start-up transient can be told apart from the steady state.
 //!
-//! Flows start at random times in the first 100 ms (seeded). TCP: IW 10, delayed ACKs (every
-//! second segment, 200 ms timer), SACK, minimum RTO 200 ms, no pacing.
-//!
-//! Usage: `sim_scenarios --scenario A [--duration SECONDS] [--seed N] [--starts S1,S2,...]`
-//! (`--starts`: each flow's start time in seconds, so a peer can be given the same ones).
+//! Usage: `sim_scenarios --scenario NAME --flows N --bottleneck-bps B --bottleneck-delay-s D
+//! --access-bps A --access-delays-s D1,D2,... --queue-pkts Q --duration S --cc newreno|cubic
+//! --delack 1|0 --loss P --rwnd-pkts R --starts S1,S2,... [--warmup-s W] [--seed N]`
 
 use coupling::{Duration, Instant};
-use rand::RngExt;
 use sim::net::queue::QueueConfig;
 use sim::net::topology::{dumbbell, DumbbellConfig};
 use sim::net::{LinkConfig, Network};
+use sim::transport::cc::CcKind;
 use sim::{Sim, TcpFlowConfig};
 use std::time::Instant as WallClock;
-
-struct Scenario {
-    name: &'static str,
-    flows: usize,
-    bottleneck_bps: u64,
-    bottleneck_delay: Duration,
-    access_bps: u64,
-    access_delay: Duration,
-    queue_pkts: usize,
-    duration_s: f64,
-}
-
-fn scenario(name: &str) -> Option<Scenario> {
-    Some(match name {
-        "A" => Scenario {
-            name: "A",
-            flows: 2,
-            bottleneck_bps: 10_000_000,
-            bottleneck_delay: Duration::from_millis(48),
-            access_bps: 1_000_000_000,
-            access_delay: Duration::from_millis(1),
-            queue_pkts: 83,
-            duration_s: 300.0,
-        },
-        "B" => Scenario {
-            name: "B",
-            flows: 10,
-            bottleneck_bps: 100_000_000,
-            bottleneck_delay: Duration::from_millis(48),
-            access_bps: 1_000_000_000,
-            access_delay: Duration::from_millis(1),
-            queue_pkts: 833,
-            duration_s: 100.0,
-        },
-        "C" => Scenario {
-            name: "C",
-            flows: 10,
-            bottleneck_bps: 10_000_000_000,
-            bottleneck_delay: Duration::from_micros(8),
-            access_bps: 10_000_000_000,
-            access_delay: Duration::from_micros(1),
-            queue_pkts: 100,
-            duration_s: 5.0,
-        },
-        _ => return None,
-    })
-}
 
 /// Peak resident memory of this process (VmHWM), in bytes.
 fn peak_rss_bytes() -> Option<u64> {
@@ -76,81 +33,181 @@ fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |flag: &str| {
-        args.iter()
+fn die(msg: &str) -> ! {
+    eprintln!("sim_scenarios: {msg}");
+    std::process::exit(2)
+}
+
+struct Args(Vec<String>);
+
+impl Args {
+    fn raw(&self, flag: &str) -> String {
+        let i = self
+            .0
+            .iter()
             .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
+            .unwrap_or_else(|| die(&format!("{flag} is required")));
+        self.0
+            .get(i + 1)
             .cloned()
-    };
-    let name = arg("--scenario").unwrap_or_else(|| "A".into());
-    let Some(mut sc) = scenario(&name) else {
-        eprintln!("unknown scenario {name:?}: expected A, B or C");
-        std::process::exit(2);
-    };
-    if let Some(d) = arg("--duration") {
-        sc.duration_s = d.parse().unwrap_or_else(|_| {
-            eprintln!("--duration: expected seconds, got {d:?}");
-            std::process::exit(2)
-        });
+            .unwrap_or_else(|| die(&format!("{flag} needs a value")))
     }
-    let seed: u64 = arg("--seed").and_then(|s| s.parse().ok()).unwrap_or(1);
+    fn num<T: std::str::FromStr>(&self, flag: &str) -> T {
+        let v = self.raw(flag);
+        v.parse()
+            .unwrap_or_else(|_| die(&format!("{flag}: not a number: {v:?}")))
+    }
+    fn list(&self, flag: &str) -> Vec<f64> {
+        self.raw(flag)
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .parse()
+                    .unwrap_or_else(|_| die(&format!("{flag}: not a number: {x:?}")))
+            })
+            .collect()
+    }
+}
+
+fn secs(s: f64, what: &str) -> Duration {
+    if !(s.is_finite() && s >= 0.0) {
+        die(&format!("{what}: {s} is not a time >= 0"));
+    }
+    Duration::from_nanos((s * 1e9).round() as u64)
+}
+
+fn main() {
+    let args = Args(std::env::args().collect());
+    let name = args.raw("--scenario");
+    let flows: usize = args.num("--flows");
+    let duration_s: f64 = args.num("--duration");
+    let has = |flag: &str| args.0.iter().any(|a| a == flag);
+    let seed: u64 = if has("--seed") { args.num("--seed") } else { 1 };
+    let warmup_s: f64 = if has("--warmup-s") {
+        args.num("--warmup-s")
+    } else {
+        0.0
+    };
+    if !(0.0..duration_s).contains(&warmup_s) {
+        die("--warmup-s: a time in [0, --duration)");
+    }
+    let delays = args.list("--access-delays-s");
+    let starts = args.list("--starts");
+    if flows == 0 || delays.len() != flows || starts.len() != flows {
+        die(&format!(
+            "{flows} flows need {flows} access delays and start times (got {} and {})",
+            delays.len(),
+            starts.len()
+        ));
+    }
+    let cc = CcKind::from_name(&args.raw("--cc")).unwrap_or_else(|| die("--cc: unknown"));
+    let delack = match args.raw("--delack").as_str() {
+        "1" => true,
+        "0" => false,
+        v => die(&format!("--delack: 1 or 0, got {v:?}")),
+    };
+    let rwnd: f64 = args.num("--rwnd-pkts");
+    if !(rwnd.is_finite() && rwnd >= 1.0) {
+        die("--rwnd-pkts: a window of at least one segment");
+    }
+    let loss: f64 = args.num("--loss");
+    if !(0.0..1.0).contains(&loss) {
+        die("--loss: a probability in [0, 1)");
+    }
+    let tail = QueueConfig::drop_tail_pkts(args.num("--queue-pkts"));
+    let queue = if loss > 0.0 {
+        QueueConfig::RandomDrop {
+            p: loss,
+            inner: Box::new(tail),
+        }
+    } else {
+        tail
+    };
 
     let mut net = Network::default();
     let cfg = DumbbellConfig {
-        pairs: sc.flows,
+        pairs: flows,
         bottleneck: LinkConfig {
-            rate_bps: sc.bottleneck_bps,
-            delay: sc.bottleneck_delay,
-            queue: QueueConfig::drop_tail_pkts(sc.queue_pkts),
+            rate_bps: args.num("--bottleneck-bps"),
+            delay: secs(args.num("--bottleneck-delay-s"), "--bottleneck-delay-s"),
+            queue,
         },
-        access_rate_bps: sc.access_bps,
-        access_delays: vec![sc.access_delay; sc.flows],
+        access_rate_bps: args.num("--access-bps"),
+        access_delays: delays
+            .iter()
+            .map(|&d| secs(d, "--access-delays-s"))
+            .collect(),
         access_queue: QueueConfig::drop_tail_pkts(100_000),
     };
-    let d = dumbbell(&mut net, &cfg).expect("valid scenario");
+    let d = dumbbell(&mut net, &cfg).unwrap_or_else(|e| die(&format!("topology: {e}")));
     let mut sim = Sim::new(net, seed).expect("routed");
-    let starts: Option<Vec<f64>> = arg("--starts").map(|s| {
-        let v: Vec<f64> = s
-            .split(',')
-            .map(|x| x.trim().parse().expect("--starts: seconds"))
-            .collect();
-        if v.len() != sc.flows {
-            eprintln!("--starts: {} times for {} flows", v.len(), sc.flows);
-            std::process::exit(2);
-        }
-        v
-    });
-    for i in 0..sc.flows {
+    for i in 0..flows {
         let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
-        f.start = match &starts {
-            Some(v) => Instant::from_nanos((v[i] * 1e9).round() as u64),
-            None => Instant::from_nanos(sim.rng().random_range(0..100_000_000)),
-        };
-        sim.add_tcp_flow(f).expect("valid flow");
+        f.cc = cc;
+        f.tcp.delayed_ack = delack;
+        f.tcp.rwnd_pkts = rwnd;
+        f.start = Instant::ZERO + secs(starts[i], "--starts");
+        sim.add_tcp_flow(f)
+            .unwrap_or_else(|e| die(&format!("flow: {e}")));
     }
-    let end = Instant::from_nanos((sc.duration_s * 1e9).round() as u64);
+    let end = Instant::ZERO + secs(duration_s, "--duration");
     let t0 = WallClock::now();
+    // At the end of the warm-up: (offered, dropped, queue integral in packet-seconds, delivered
+    // bytes, retransmissions), to subtract from the end's.
+    let mut at_warmup = None;
+    if warmup_s > 0.0 {
+        sim.run_until(Instant::ZERO + secs(warmup_s, "--warmup-s"));
+        let w = sim.results();
+        let l = &w.links[d.bottleneck.0 as usize];
+        at_warmup = Some((
+            l.offered_pkts,
+            l.dropped_pkts,
+            l.mean_queue_pkts * warmup_s,
+            w.flows.iter().map(|f| f.delivered_bytes).sum::<u64>(),
+            w.flows.iter().map(|f| f.retransmits).sum::<u64>(),
+        ));
+    }
     sim.run_until(end);
     let wall = t0.elapsed().as_secs_f64();
     let r = sim.results();
     let delivered: u64 = r.flows.iter().map(|f| f.data_pkts_received).sum();
-    let goodput: f64 = r
+    let per_flow: Vec<f64> = r
         .flows
         .iter()
-        .map(|f| f.delivered_bytes as f64 * 8.0)
-        .sum::<f64>()
-        / sc.duration_s;
+        .map(|f| f.delivered_bytes as f64 * 8.0 / duration_s)
+        .collect();
+    let goodput: f64 = per_flow.iter().sum();
     let bn = &r.links[d.bottleneck.0 as usize];
+    let sum = |f: fn(&sim::stats::FlowSummary) -> u64| r.flows.iter().map(f).sum::<u64>();
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let after = match at_warmup {
+        None => "null".to_string(),
+        Some((offered, dropped, qint, bytes, retx)) => {
+            let span = duration_s - warmup_s;
+            let (o, dr) = (bn.offered_pkts - offered, bn.dropped_pkts - dropped);
+            format!(
+                "{{\"warmup_s\": {warmup_s}, \"loss_ratio\": {:.6}, \"mean_queue_pkts\": {:.3}, \"goodput_bps\": {:.1}, \"rexmit_pkts\": {}}}",
+                if o > 0 { dr as f64 / o as f64 } else { 0.0 },
+                (bn.mean_queue_pkts * duration_s - qint) / span,
+                (r.flows.iter().map(|f| f.delivered_bytes).sum::<u64>() - bytes) as f64 * 8.0 / span,
+                r.flows.iter().map(|f| f.retransmits).sum::<u64>() - retx,
+            )
+        }
+    };
     println!(
         "{{\"simulator\": \"macroflow\", \"version\": \"{}\", \"scenario\": \"{}\", \"sim_seconds\": {}, \"wall_seconds\": {:.6}, \
          \"delivered_data_pkts\": {}, \"delivered_pkts_per_wall_s\": {:.1}, \"events\": {}, \"events_per_wall_s\": {:.1}, \
-         \"peak_memory_bytes\": {}, \"goodput_bps\": {:.1}, \"loss_ratio\": {:.6}, \"mean_queue_pkts\": {:.3}, \
-         \"packet_pool_high_water\": {}}}",
+         \"peak_memory_bytes\": {}, \"goodput_bps\": {:.1}, \"flow_goodput_bps\": [{}], \"loss_ratio\": {:.6}, \
+         \"mean_queue_pkts\": {:.3}, \"sender_data_pkts\": {}, \"sender_rexmit_pkts\": {}, \"sender_rtos\": {}, \
+         \"packet_pool_high_water\": {}, \"after_warmup\": {}}}",
         env!("CARGO_PKG_VERSION"),
-        sc.name,
-        sc.duration_s,
+        name,
+        duration_s,
         wall,
         delivered,
         delivered as f64 / wall,
@@ -158,8 +215,13 @@ fn main() {
         r.events as f64 / wall,
         peak_rss_bytes().map_or("null".into(), |b| b.to_string()),
         goodput,
+        list(&per_flow),
         bn.loss_ratio,
         bn.mean_queue_pkts,
+        sum(|f| f.data_pkts_sent),
+        sum(|f| f.retransmits),
+        sum(|f| f.timeouts),
         sim.packet_pool_capacity(),
+        after,
     );
 }
