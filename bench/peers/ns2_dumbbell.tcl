@@ -102,13 +102,14 @@ for {set i 0} {$i < $P(n)} {incr i} {
     $ns queue-limit $d($i) $r2 $P(aqlim)
 }
 
-# ---- random loss (Mathis cases): on R1 -> R2 only, after the queue ----
+# ---- random loss (Mathis cases): on R1 -> R2 only (data), ahead of the queue ----
+# `lossmodel` -> SimpleLink errormodule puts the model at the link's head and points its drop
+# target at the link's drop trace, so the bottleneck QueueMonitor counts these drops too.
 if {$P(loss) > 0} {
     set em [new ErrorModel]
     $em set rate_ $P(loss)
     $em unit pkt
     $em ranvar [new RandomVariable/Uniform]
-    $em drop-target [new Agent/Null]
     $ns lossmodel $em $r1 $r2
 }
 

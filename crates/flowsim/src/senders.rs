@@ -62,8 +62,7 @@ pub struct FixedPoint {
     pub iterations: usize,
     /// Whether the last change was at most ε (otherwise `max_iterations` ran out).
     pub converged: bool,
-    /// The largest change of a demand in the last iteration, relative to its scale
-    /// ([`demand_scales`]).
+    /// The largest change of a demand in the last iteration, relative ([`relative_change`]).
     pub delta: f64,
 }
 
@@ -131,18 +130,20 @@ pub fn update(
     }
 }
 
-/// The scale each flow's demand change is measured against: the capacity of its first link (the
-/// scale of its Eq. 1 demand), or the network's largest capacity for a flow whose first link has
-/// none. So `epsilon` is relative and a fixed point is the same, scaled, when every capacity is
-/// (issue 12: an absolute ε stopped a network of capacities 0.01 far from its fixed point and
-/// never stopped one of capacities 1e9). Networks of unit access capacity, as the seed's, are
-/// unchanged.
+/// The floor of each flow's scale for [`relative_change`]: the smallest positive capacity on its
+/// route (its goodput can be no larger; the network's largest capacity for a route of zero
+/// capacities, 1 for a network with none).
 pub(crate) fn demand_scales(net: &Network, flows: &Flows) -> Vec<f64> {
     let largest = net.links().iter().map(|l| l.capacity).fold(0.0, f64::max);
     (0..flows.len())
         .map(|i| {
-            let c = net.links()[flows.route(i)[0] as usize].capacity;
-            if c > 0.0 {
+            let c = flows
+                .route(i)
+                .iter()
+                .map(|&l| net.links()[l as usize].capacity)
+                .filter(|&c| c > 0.0)
+                .fold(f64::INFINITY, f64::min);
+            if c.is_finite() {
                 c
             } else if largest > 0.0 {
                 largest
@@ -153,12 +154,17 @@ pub(crate) fn demand_scales(net: &Network, flows: &Flows) -> Vec<f64> {
         .collect()
 }
 
-/// The largest change of a demand, each relative to its scale ([`demand_scales`]).
+/// The largest change of a demand, each relative to the larger of the demand before the step and
+/// the flow's floor ([`demand_scales`]). So `epsilon` is relative: a fixed point is the same, scaled,
+/// when every capacity is (issue 12: an absolute ε stopped a network of capacities 0.01 far from
+/// its fixed point and never stopped one of capacities 1e9), and a flow whose access link is far
+/// faster than its bottleneck is held to its own scale, not the access link's. Networks of unit
+/// capacities, as the seed's, keep about the old absolute test.
 pub(crate) fn relative_change(next: &[f64], before: &[f64], scale: &[f64]) -> f64 {
     next.iter()
         .zip(before)
         .zip(scale)
-        .map(|((a, b), s)| (a - b).abs() / s)
+        .map(|((a, b), s)| (a - b).abs() / s.max(b.abs()))
         .fold(0.0, f64::max)
 }
 
@@ -182,8 +188,8 @@ pub(crate) fn check_iteration(epsilon: f64, max_iterations: usize) -> Result<(),
 }
 
 /// Fig. 6: start from Eq. 1, compute the flow through the network, update the demands, until no
-/// demand changes by more than `epsilon` times its scale ([`demand_scales`]: the capacity of the
-/// flow's first link) or `max_iterations` pass.
+/// demand changes by more than `epsilon` relative to its size ([`relative_change`]) or
+/// `max_iterations` pass.
 pub fn fixed_point(
     bw: &Brickwall<'_>,
     model: SenderModel,

@@ -198,8 +198,10 @@ fn loss_load_is_the_same_at_every_scale() {
         ..Config::default()
     });
     let result = runner.run(&(instance(), scale(), ks), |((net, flows, _d), s, k)| {
-        // A link of capacity 0 drops everything at any price: no sender has a best rate through it
-        // and any demand is a "fixed point" (the model is undefined there). Give it a capacity.
+        // A link of capacity 0 drops every flow whole (tested in lossload.rs); the senders' best
+        // rates through it then follow a price set by their own rates, so where their demands end
+        // depends on the iteration's path, not on the instance: nothing unique to compare. Give
+        // such links a capacity.
         let mut net = net;
         for l in 0..net.link_count() {
             if net.links()[l].capacity == 0.0 {

@@ -97,7 +97,9 @@ impl CongestionControl for NewReno {
 /// segments per ACK, Linux does not, and with 2-segment delayed ACKs the two agree), the rest goes
 /// to congestion avoidance at `acked / cwnd` (`tcp_cong_avoid_ai`: one segment per window of
 /// segments acknowledged, RFC 3465 sec. 2.1). So the window grows one segment per RTT with or
-/// without delayed ACKs, where [`NewReno`] (ns-2's and ns-3's default) grows 1/a.
+/// without delayed ACKs, where [`NewReno`] (ns-2's and ns-3's default) grows 1/a. Its ssthresh
+/// is NewReno's RFC 5681 `FlightSize / 2` (Linux's `tcp_reno_ssthresh` halves cwnd; the two agree
+/// when the window is full, as it is when a loss is found).
 #[derive(Clone, Debug, Default)]
 pub struct NewRenoAbc;
 
