@@ -141,12 +141,12 @@ fn main() {
     };
     let d = dumbbell(&mut net, &cfg).unwrap_or_else(|e| die(&format!("topology: {e}")));
     let mut sim = Sim::new(net, seed).expect("routed");
-    for i in 0..flows {
+    for (i, &start) in starts.iter().enumerate() {
         let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
         f.cc = cc;
         f.tcp.delayed_ack = delack;
         f.tcp.rwnd_pkts = rwnd;
-        f.start = Instant::ZERO + secs(starts[i], "--starts");
+        f.start = Instant::ZERO + secs(start, "--starts");
         sim.add_tcp_flow(f)
             .unwrap_or_else(|e| die(&format!("flow: {e}")));
     }
