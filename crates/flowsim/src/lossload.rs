@@ -232,22 +232,29 @@ mod tests {
     use super::*;
     use crate::network::{Flows, Network};
 
+    /// `n` senders, each on its own access link of capacity `access`, into one bottleneck of
+    /// capacity `bottleneck`.
+    fn star(n: usize, bottleneck: f64, access: f64) -> (Network, Flows) {
+        let mut net = Network::new();
+        let hub = net.add_node("hub").unwrap();
+        let dst = net.add_node("dst").unwrap();
+        net.add_link(hub, dst, bottleneck).unwrap();
+        let mut pairs = Vec::new();
+        for s in 0..n {
+            let v = net.add_node(&format!("s{s}")).unwrap();
+            net.add_link(v, hub, access).unwrap();
+            pairs.push((v, dst));
+        }
+        let flows = Flows::shortest(&net, &pairs).unwrap();
+        (net, flows)
+    }
+
     /// §9: "in steady state, flows converge to (1 + 1/k) times their bottleneck rate with an
     /// expected loss rate of 1/(k + 1)".
     #[test]
     fn one_bottleneck_converges_to_one_plus_one_over_k_and_loss_one_over_k_plus_one() {
         for k in [1.0, 2.0, 5.0, 10.0] {
-            let mut net = Network::new();
-            let hub = net.add_node("hub").unwrap();
-            let dst = net.add_node("dst").unwrap();
-            net.add_link(hub, dst, 3.0).unwrap();
-            let mut pairs = Vec::new();
-            for s in 0..3 {
-                let n = net.add_node(&format!("s{s}")).unwrap();
-                net.add_link(n, hub, 10.0).unwrap();
-                pairs.push((n, dst));
-            }
-            let flows = Flows::shortest(&net, &pairs).unwrap();
+            let (net, flows) = star(3, 3.0, 10.0);
             let bw = Brickwall::new(&net, &flows);
             let fp = fixed_point(&bw, k, 1e-10, 10_000).unwrap();
             assert!(fp.converged, "k={k}: delta {}", fp.delta);
@@ -272,17 +279,7 @@ mod tests {
     fn a_fast_access_link_does_not_loosen_the_stop_test() {
         for k in [1.0, 10.0] {
             for access in [10.0, 1e3, 1e6] {
-                let mut net = Network::new();
-                let hub = net.add_node("hub").unwrap();
-                let dst = net.add_node("dst").unwrap();
-                net.add_link(hub, dst, 3.0).unwrap();
-                let mut pairs = Vec::new();
-                for s in 0..3 {
-                    let n = net.add_node(&format!("s{s}")).unwrap();
-                    net.add_link(n, hub, access).unwrap();
-                    pairs.push((n, dst));
-                }
-                let flows = Flows::shortest(&net, &pairs).unwrap();
+                let (net, flows) = star(3, 3.0, access);
                 let bw = Brickwall::new(&net, &flows);
                 let fp = fixed_point(&bw, k, 1e-4, 100_000).unwrap();
                 assert!(fp.converged);
@@ -305,17 +302,7 @@ mod tests {
         for n in [3usize, 10] {
             for k in [1.0, 80.0, 200.0, 300.0, 1000.0] {
                 for s in [1e-9, 0.01, 1.0, 1e4, 1e9] {
-                    let mut net = Network::new();
-                    let hub = net.add_node("hub").unwrap();
-                    let dst = net.add_node("dst").unwrap();
-                    net.add_link(hub, dst, n as f64 * s).unwrap();
-                    let mut pairs = Vec::new();
-                    for i in 0..n {
-                        let v = net.add_node(&format!("s{i}")).unwrap();
-                        net.add_link(v, hub, 10.0 * s).unwrap();
-                        pairs.push((v, dst));
-                    }
-                    let flows = Flows::shortest(&net, &pairs).unwrap();
+                    let (net, flows) = star(n, n as f64 * s, 10.0 * s);
                     let bw = Brickwall::new(&net, &flows);
                     let fp = fixed_point(&bw, k, 1e-10, 100_000).unwrap();
                     assert!(fp.converged, "n={n} k={k} s={s}: delta {}", fp.delta);

@@ -43,80 +43,71 @@ fn under_loss(cc: CcKind, p: f64, seconds: u64, seed: u64) -> (f64, f64, f64) {
     (r.flows[0].goodput_bps, eq5, eq6)
 }
 
-#[test]
-fn reno_throughput_follows_eq5_under_random_loss() {
-    for (p, secs) in [(1e-4, 3000), (1e-3, 1000), (1e-2, 1000)] {
-        // Four seeds: the mean over several independent runs, as one long run has few loss events
-        // at p = 1e-4 (one every ~12 s).
-        let runs: Vec<(f64, f64, f64)> = (1..=4)
-            .map(|seed| under_loss(CcKind::NewReno, p, secs, seed))
-            .collect();
+/// The mean goodput of four seeds against the model `model` picks from `under_loss`'s answer,
+/// printed and held within `tol`. Four seeds: one long run has few loss events at p = 1e-4 (one
+/// every ~12 s).
+fn check_model(
+    label: &str,
+    cc: CcKind,
+    cases: &[(f64, u64)],
+    model: fn(&(f64, f64, f64)) -> f64,
+    tol: f64,
+) {
+    for &(p, secs) in cases {
+        let runs: Vec<(f64, f64, f64)> =
+            (1..=4).map(|seed| under_loss(cc, p, secs, seed)).collect();
         let got = runs.iter().map(|r| r.0).sum::<f64>() / 4.0;
-        let eq5 = runs.iter().map(|r| r.1).sum::<f64>() / 4.0;
-        let err = (got - eq5) / eq5;
+        let want = runs.iter().map(model).sum::<f64>() / 4.0;
+        let err = (got - want) / want;
         println!(
-            "p = {p:e}: goodput {:.3} Mbit/s, Eq. 5 {:.3} Mbit/s, error {:+.1}%",
+            "{label} p = {p:e}: goodput {:.3} Mbit/s, model {:.3} Mbit/s, error {:+.1}%",
             got / 1e6,
-            eq5 / 1e6,
+            want / 1e6,
             err * 100.0
         );
         assert!(
-            err.abs() < 0.15,
-            "p = {p}: {got} vs Eq. 5 {eq5} ({:+.1}%)",
+            err.abs() < tol,
+            "{label} p = {p}: {got} vs {want} ({:+.1}%)",
             err * 100.0
         );
     }
+}
+
+#[test]
+fn reno_throughput_follows_eq5_under_random_loss() {
+    check_model(
+        "NewReno, Eq. 5",
+        CcKind::NewReno,
+        &[(1e-4, 3000), (1e-3, 1000), (1e-2, 1000)],
+        |r| r.1,
+        0.15,
+    );
 }
 
 /// NewReno with RFC 3465 counting grows one segment per RTT although ACKs are delayed, so it
 /// follows Eq. 5 with a = 1: sqrt(2) times plain NewReno's rate (issue 12).
 #[test]
 fn newreno_abc_follows_eq5_with_a_equal_one() {
-    for (p, secs) in [(1e-3, 1000), (1e-2, 1000)] {
-        let runs: Vec<(f64, f64, f64)> = (1..=4)
-            .map(|seed| under_loss(CcKind::NewRenoAbc, p, secs, seed))
-            .collect();
-        let got = runs.iter().map(|r| r.0).sum::<f64>() / 4.0;
-        // under_loss gives Eq. 5 for a = 2; a = 1 is sqrt(2) times that.
-        let eq5 = 2f64.sqrt() * runs.iter().map(|r| r.1).sum::<f64>() / 4.0;
-        let err = (got - eq5) / eq5;
-        println!(
-            "NewReno ABC p = {p:e}: goodput {:.3} Mbit/s, Eq. 5 (a = 1) {:.3} Mbit/s, error {:+.1}%",
-            got / 1e6,
-            eq5 / 1e6,
-            err * 100.0
-        );
-        assert!(
-            err.abs() < 0.15,
-            "p = {p}: {got} vs Eq. 5 {eq5} ({:+.1}%)",
-            err * 100.0
-        );
-    }
+    check_model(
+        "NewReno ABC, Eq. 5 (a = 1)",
+        CcKind::NewRenoAbc,
+        &[(1e-3, 1000), (1e-2, 1000)],
+        |r| 2f64.sqrt() * r.1,
+        0.15,
+    );
 }
 
 /// CUBIC under Bernoulli loss against seed 001 Eq. 6, where its TCP-friendly region does not
 /// dominate (RTT 100 ms; seed 001 used p = 3.4e-4 for a 10 Mbit/s target).
 #[test]
 fn cubic_throughput_follows_eq6_under_random_loss() {
-    for (p, secs) in [(1e-4, 2000), (3.4e-4, 1000)] {
-        let runs: Vec<(f64, f64, f64)> = (1..=4)
-            .map(|seed| under_loss(CcKind::Cubic, p, secs, seed))
-            .collect();
-        let got = runs.iter().map(|r| r.0).sum::<f64>() / 4.0;
-        let eq6 = runs.iter().map(|r| r.2).sum::<f64>() / 4.0;
-        let err = (got - eq6) / eq6;
-        println!(
-            "CUBIC p = {p:e}: goodput {:.3} Mbit/s, Eq. 6 {:.3} Mbit/s, error {:+.1}%",
-            got / 1e6,
-            eq6 / 1e6,
-            err * 100.0
-        );
-        assert!(
-            err.abs() < 0.20,
-            "p = {p}: {got} vs Eq. 6 {eq6} ({:+.1}%)",
-            err * 100.0
-        );
-    }
+    check_model(
+        "CUBIC, Eq. 6",
+        CcKind::Cubic,
+        &[(1e-4, 2000), (3.4e-4, 1000)],
+        |r| r.2,
+        0.20,
+    );
 }
 
 /// Issue 12: every retransmission-timer event that fired cleared the armed timer, so superseded
