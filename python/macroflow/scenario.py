@@ -337,14 +337,59 @@ def _explain(e: ValidationError, source: str) -> ScenarioError:
 
 def validate(data: Dict[str, Any], source: str = "<dict>") -> Scenario:
     """Validates a scenario given as the dictionary a TOML file parses to (sweeps build these)."""
+    if _depth(data) > MAX_NESTING:
+        raise ScenarioError(f"{source}: tables or values nest deeper than {MAX_NESTING} levels")
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
         raise _explain(e, source) from None
 
 
+#: The largest scenario file read (real ones are a few kB).
+MAX_SCENARIO_BYTES = 1 << 20
+#: The deepest nesting of tables or values a scenario may have (real ones nest four or five deep).
+MAX_NESTING = 64
+
+
+def _check_shape(text: str, source: str) -> None:
+    """Refuses text whose size or nesting would make parsing or validation take minutes or overflow
+    the stack (issue 13: 30,000 nested ``[topology.queue.inner...]`` tables never finished
+    parsing; thousands crashed validation). Counted before parsing, on the raw lines: dots in a
+    table header and open brackets or braces in a value."""
+    if len(text) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(f"{source}: {len(text):,} characters; a scenario is at most {MAX_SCENARIO_BYTES:,}")
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        depth = stripped.split("]", 1)[0].count(".") + 1 if stripped.startswith("[") else 0
+        opened = 0
+        for ch in line:
+            if ch in "[{":
+                opened += 1
+                depth = max(depth, opened)
+            elif ch in "]}":
+                opened -= 1
+        if depth > MAX_NESTING:
+            raise ScenarioError(f"{source}:{n}: tables or values nest deeper than {MAX_NESTING} levels")
+
+
+def _depth(data: Any) -> int:
+    """The nesting depth of parsed data (iterative: no recursion to overflow)."""
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        v, d = todo.pop()
+        deepest = max(deepest, d)
+        if d > MAX_NESTING:
+            break
+        if isinstance(v, dict):
+            todo.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            todo.extend((x, d + 1) for x in v)
+    return deepest
+
+
 def parse(text: str, source: str = "<string>") -> Scenario:
     """Validates a scenario given as TOML text."""
+    _check_shape(text, source)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -353,12 +398,19 @@ def parse(text: str, source: str = "<string>") -> Scenario:
 
 
 def load(path: Union[str, pathlib.Path]) -> Scenario:
-    """Reads and validates a scenario file."""
+    """Reads and validates a scenario file (UTF-8, at most ``MAX_SCENARIO_BYTES``)."""
     p = pathlib.Path(path)
     try:
-        text = p.read_text()
+        with open(p, "rb") as f:
+            raw = f.read(MAX_SCENARIO_BYTES + 1)  # /dev/zero, or a huge file by mistake
     except OSError as e:
-        raise ScenarioError(f"{p}: cannot read: {e}") from None
+        raise ScenarioError(f"{p}: cannot read: {e.strerror or e}") from None
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(f"{p}: larger than {MAX_SCENARIO_BYTES:,} bytes; not a scenario file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{p}: not UTF-8 text (byte {e.start}): a scenario file is TOML") from None
     return parse(text, str(p))
 
 

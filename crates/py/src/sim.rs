@@ -138,15 +138,40 @@ fn spec_limit(spec: &Bound<'_, PyDict>, path: &str) -> PyResult<Limit> {
     }
 }
 
-fn spec_inner(spec: &Bound<'_, PyDict>, path: &str, link_rate_bps: u64) -> PyResult<QueueConfig> {
+fn spec_inner(
+    spec: &Bound<'_, PyDict>,
+    path: &str,
+    link_rate_bps: u64,
+    depth: usize,
+) -> PyResult<QueueConfig> {
     let inner = spec_need::<Bound<'_, PyDict>>(spec, path, "inner", "a queue spec (dict)")?;
-    queue_spec(&format!("{path}.inner"), &inner, link_rate_bps)
+    queue_spec_at(&format!("{path}.inner"), &inner, link_rate_bps, depth + 1)
 }
+
+/// How deeply queue specs may nest (`inner`, WRR classes' `queue`). Real disciplines nest two or
+/// three deep; the bound stops a spec that contains itself, or thousands of levels, before the
+/// recursion overflows the stack (issue 13: a segfault).
+pub const MAX_QUEUE_NESTING: usize = 16;
 
 /// A queue discipline from its Python spec, a dict with `kind` and that kind's keys (see
 /// `Simulation.add_link` in `_native.pyi`); omitted RED parameters take ns-2's defaults. Unknown
 /// kinds and keys are errors naming `path`; values are checked when the link is built.
 fn queue_spec(path: &str, spec: &Bound<'_, PyDict>, link_rate_bps: u64) -> PyResult<QueueConfig> {
+    queue_spec_at(path, spec, link_rate_bps, 0)
+}
+
+fn queue_spec_at(
+    path: &str,
+    spec: &Bound<'_, PyDict>,
+    link_rate_bps: u64,
+    depth: usize,
+) -> PyResult<QueueConfig> {
+    if depth >= MAX_QUEUE_NESTING {
+        return Err(SimulationError::new_err(format!(
+            "{}...: queue specs nest deeper than {MAX_QUEUE_NESTING} levels (does a spec contain itself?)",
+            path.chars().take(120).collect::<String>()
+        )));
+    }
     let kind: String = spec_need(spec, path, "kind", "a queue kind")?;
     let keys: &[&str] = match kind.as_str() {
         "drop_tail" => &["limit_pkts", "limit_bytes"],
@@ -201,7 +226,7 @@ fn queue_spec(path: &str, spec: &Bound<'_, PyDict>, link_rate_bps: u64) -> PyRes
         "drop_tail" => QueueConfig::DropTail(spec_limit(spec, path)?),
         "random_drop" => QueueConfig::RandomDrop {
             p: spec_need(spec, path, "p", prob)?,
-            inner: Box::new(spec_inner(spec, path, link_rate_bps)?),
+            inner: Box::new(spec_inner(spec, path, link_rate_bps, depth)?),
         },
         "loss_period" => QueueConfig::LossPeriod {
             p: spec_need(spec, path, "p", prob)?,
@@ -219,7 +244,7 @@ fn queue_spec(path: &str, spec: &Bound<'_, PyDict>, link_rate_bps: u64) -> PyRes
                 )?
                 .as_nanos(),
             ),
-            inner: Box::new(spec_inner(spec, path, link_rate_bps)?),
+            inner: Box::new(spec_inner(spec, path, link_rate_bps, depth)?),
         },
         "red" => {
             let mut c = RedConfig::ns2_defaults(spec_limit(spec, path)?, link_rate_bps);
@@ -260,7 +285,7 @@ fn queue_spec(path: &str, spec: &Bound<'_, PyDict>, link_rate_bps: u64) -> PyRes
                 spec_need(spec, path, "rate_bps", "bit/s")?,
             )?,
             bucket_bytes: spec_need(spec, path, "bucket_bytes", "bytes >= 1")?,
-            inner: Box::new(spec_inner(spec, path, link_rate_bps)?),
+            inner: Box::new(spec_inner(spec, path, link_rate_bps, depth)?),
         },
         "wrr" => {
             let list = spec_need::<Vec<Bound<'_, PyDict>>>(
@@ -284,7 +309,7 @@ fn queue_spec(path: &str, spec: &Bound<'_, PyDict>, link_rate_bps: u64) -> PyRes
                 classes.push(WrrClass {
                     dscps: spec_need(c, &cp, "dscps", "a list of DSCPs 0..=63")?,
                     weight: spec_need(c, &cp, "weight", "packets per round >= 1")?,
-                    queue: queue_spec(&format!("{cp}.queue"), &q, link_rate_bps)?,
+                    queue: queue_spec_at(&format!("{cp}.queue"), &q, link_rate_bps, depth + 1)?,
                 });
             }
             QueueConfig::Wrr {
@@ -322,7 +347,26 @@ pub struct PySimulation {
     state: Mutex<State>,
 }
 
+/// Events run between two checks for Ctrl-C (a few milliseconds of work).
+const EVENTS_PER_CHUNK: u64 = 1 << 20;
+
 impl PySimulation {
+    /// The simulation's state, or a clear error: while another thread is inside `run` the state
+    /// is busy (waiting for it here would hold the GIL and freeze every Python thread, issue 13),
+    /// and after a panic inside the engine (a bug) the state is not trusted again.
+    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, State>> {
+        match self.state.try_lock() {
+            Ok(g) => Ok(g),
+            Err(std::sync::TryLockError::WouldBlock) => Err(SimulationError::new_err(
+                "the simulation is in use by another thread (one call at a time per Simulation)",
+            )),
+            Err(std::sync::TryLockError::Poisoned(_)) => Err(SimulationError::new_err(
+                "the simulation is unusable after an internal error (a panic in the engine, a bug: \
+                 please report it); create a new Simulation",
+            )),
+        }
+    }
+
     /// Applies a topology change. A builder such as `dumbbell` may fail halfway (a node name in
     /// use, a bad queue on its third link); the network is then rebuilt from the changes that
     /// succeeded, so a failed call leaves it as it was (same nodes, links and ids).
@@ -330,7 +374,7 @@ impl PySimulation {
         &self,
         f: impl Fn(&mut Network) -> Result<T, SimError> + Send + 'static,
     ) -> PyResult<T> {
-        let mut st = self.state.lock().expect("not poisoned");
+        let mut st = self.lock()?;
         match &mut *st {
             State::Building(b) => match f(&mut b.net) {
                 Ok(v) => {
@@ -353,7 +397,7 @@ impl PySimulation {
     }
 
     fn with_sim<T>(&self, f: impl FnOnce(&mut Sim) -> Result<T, SimError>) -> PyResult<T> {
-        let mut st = self.state.lock().expect("not poisoned");
+        let mut st = self.lock()?;
         if let State::Building(_) = &*st {
             let State::Building(b) = std::mem::replace(&mut *st, State::Poisoned) else {
                 unreachable!()
@@ -439,6 +483,7 @@ impl PySimulation {
         random_drop: f64,
         queue: Option<Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        sim::net::topology::check_pairs(pairs).map_err(sim_err)?;
         let bottleneck_rate = rate("bottleneck_rate_bps", bottleneck_rate_bps)?;
         let queue_pkts = if queue.is_none() {
             Some(queue_pkts.unwrap_or(83))
@@ -671,6 +716,7 @@ impl PySimulation {
                 MediaSource::Video(VideoTrace::parse(&text, fps, "trace_file").map_err(sim_err)?)
             }
             ("video", Some(r), None) => {
+                sim::media::check_fps("fps", fps).map_err(sim_err)?;
                 let trace = self.with_sim(|s| {
                     synthetic_video(r, fps, 30, 5.0, 0.2, (fps * 60.0) as usize, s.rng())
                 })?;
@@ -777,22 +823,30 @@ impl PySimulation {
         self.with_sim(|s| s.flush_captures())
     }
 
-    /// Runs until `until_s` simulated seconds, without holding the GIL.
+    /// Runs until `until_s` simulated seconds, without holding the GIL, in chunks of events
+    /// between which Ctrl-C (KeyboardInterrupt) stops it; the simulation stays usable, at the
+    /// time it had reached.
     fn run(&self, py: Python<'_>, until_s: f64) -> PyResult<()> {
         let end = Instant::from_nanos(secs("until_s", until_s)?.as_nanos());
         self.with_sim(|_| Ok(()))?;
-        py.detach(|| {
-            let mut st = self.state.lock().expect("not poisoned");
-            if let State::Running(sim) = &mut *st {
-                sim.run_until(end);
+        loop {
+            let done = py.detach(|| -> PyResult<bool> {
+                let mut st = self.lock()?;
+                Ok(match &mut *st {
+                    State::Running(sim) => sim.run_some(end, EVENTS_PER_CHUNK),
+                    _ => true,
+                })
+            })?;
+            if done {
+                return Ok(());
             }
-        });
-        Ok(())
+            py.check_signals()?;
+        }
     }
 
     #[getter]
     fn now_s(&self) -> PyResult<f64> {
-        let st = self.state.lock().expect("not poisoned");
+        let st = self.lock()?;
         Ok(match &*st {
             State::Running(s) => s.now().as_secs_f64(),
             _ => 0.0,

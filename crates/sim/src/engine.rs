@@ -512,6 +512,23 @@ impl Sim {
         tcp: TcpFlowConfig,
     ) -> Result<Vec<u32>, SimError> {
         workload.check("web")?;
+        if end < start {
+            return Err(SimError::invalid(
+                "web.end_s",
+                end.as_secs_f64(),
+                "an end at or after start_s (a web workload that ends before it starts sends nothing)",
+            ));
+        }
+        // Every flow is drawn up front: bound their number before allocating (issue 13).
+        let expected = workload.load_bps * end.saturating_since(start).as_secs_f64()
+            / (8.0 * workload.mean_size_bytes);
+        if expected > crate::traffic::MAX_WEB_FLOWS as f64 {
+            return Err(SimError::invalid(
+                "web.load_bps",
+                workload.load_bps,
+                "a load and duration that make at most 1e6 flows (MAX_WEB_FLOWS)",
+            ));
+        }
         if pairs.len() != workload.pairs {
             return Err(SimError::invalid(
                 "web.pairs",
@@ -983,16 +1000,29 @@ impl Sim {
 
     /// Runs events until `end` (inclusive) or until none are left.
     pub fn run_until(&mut self, end: Instant) {
+        while !self.run_some(end, u64::MAX) {}
+    }
+
+    /// Runs at most `max_events` events up to `end`; returns whether the run reached `end` (the
+    /// clock is then `end`). A caller that must stay responsive (Ctrl-C from Python) runs a long
+    /// stretch of simulated time in bounded chunks of work this way.
+    pub fn run_some(&mut self, end: Instant, max_events: u64) -> bool {
+        let mut n = 0u64;
         while let Some(&Reverse((t, _, ev))) = self.events.peek() {
             if t > end.as_nanos() {
                 break;
             }
+            if n == max_events {
+                return false;
+            }
+            n += 1;
             self.events.pop();
             self.now = Instant::from_nanos(t);
             self.events_run += 1;
             self.dispatch(ev);
         }
         self.now = self.now.max(end);
+        true
     }
 
     fn dispatch(&mut self, ev: Event) {

@@ -57,13 +57,7 @@ impl VideoTrace {
     }
 
     pub fn check(&self, name: &str) -> Result<(), SimError> {
-        if !(self.fps.is_finite() && self.fps > 0.0) {
-            return Err(SimError::invalid(
-                format!("{name}.fps"),
-                self.fps,
-                "frames per second > 0",
-            ));
-        }
+        check_fps(&format!("{name}.fps"), self.fps)?;
         if self.frame_bytes.is_empty() {
             return Err(SimError::invalid(
                 format!("{name}.frame_bytes"),
@@ -80,6 +74,26 @@ impl VideoTrace {
     }
 }
 
+/// The highest frame rate a video source may have: far above any real one, low enough that a
+/// minute of frames (what a synthetic trace holds) is a small allocation (issue 13: `fps=1e9`
+/// asked for 240 GB, `fps=inf` panicked).
+pub const MAX_FPS: f64 = 1000.0;
+/// The most frames a synthetic trace may hold (a minute at [`MAX_FPS`]).
+pub const MAX_TRACE_FRAMES: usize = 60_000;
+
+/// `fps` is a frame rate in (0, [`MAX_FPS`]]; `field` names it in the error.
+pub fn check_fps(field: &str, fps: f64) -> Result<(), SimError> {
+    if fps.is_finite() && fps > 0.0 && fps <= MAX_FPS {
+        Ok(())
+    } else {
+        Err(SimError::invalid(
+            field,
+            fps,
+            "a frame rate in (0, 1000] per second",
+        ))
+    }
+}
+
 /// A synthetic trace: `frames` frames at `fps` with mean rate `mean_rate_bps`, a GOP of `gop`
 /// frames starting with an I-frame `i_to_p` times the size of a P-frame, and log-normal noise of
 /// standard deviation `sigma` (of the log) on every frame.
@@ -93,6 +107,14 @@ pub fn synthetic_video(
     rng: &mut SimRng,
 ) -> Result<VideoTrace, SimError> {
     let name = "synthetic_video";
+    check_fps(&format!("{name}.fps"), fps)?;
+    if frames > MAX_TRACE_FRAMES {
+        return Err(SimError::invalid(
+            format!("{name}.frames"),
+            frames,
+            "at most 60000 frames (MAX_TRACE_FRAMES)",
+        ));
+    }
     if !(mean_rate_bps.is_finite() && mean_rate_bps > 0.0) {
         return Err(SimError::invalid(
             format!("{name}.mean_rate_bps"),

@@ -261,9 +261,28 @@ impl CbrConfig {
         if self.pkt_bytes == 0 {
             return Err(invalid(name, "pkt_bytes", 0, "a packet size >= 1 byte"));
         }
+        // Packets at most one per nanosecond (the clock's resolution) and at least one a day:
+        // outside that the run is all events or none (issue 13: 1e15 bit/s).
+        let interval_ns = self.pkt_bytes as f64 * 8.0 / self.rate_bps * 1e9;
+        if !(MIN_PACKET_GAP_NS..=MAX_PACKET_GAP_NS).contains(&interval_ns) {
+            return Err(invalid(
+                name,
+                "rate_bps",
+                self.rate_bps,
+                "a rate that sends one packet every 1 ns to 1 day",
+            ));
+        }
         Ok(())
     }
 }
+
+/// The shortest mean gap between a source's packets: the clock's resolution.
+pub const MIN_PACKET_GAP_NS: f64 = 1.0;
+/// The longest mean gap between a source's packets (a day): a slower source is a mistake, and a
+/// source that draws its next packet through millions of empty periods never returns.
+pub const MAX_PACKET_GAP_NS: f64 = 86_400e9;
+/// The most flows a web workload may draw (all are drawn up front).
+pub const MAX_WEB_FLOWS: usize = 1_000_000;
 
 /// A running [`CbrConfig`]. Packet `k` (from 0) leaves at `round(k * interval)` ns, so gaps
 /// differ from the ideal interval by at most 1 ns and the long-run rate is exact.
@@ -594,6 +613,25 @@ impl SelfSimilar {
             let k = target / unscaled;
             for p in &mut params {
                 p.rate_pps *= k;
+            }
+        }
+        // A stream that sends a packet in only one of millions of on-periods spins through them
+        // looking for its next packet (issue 13: load_bps = 1e-6 never returned): its mean packet
+        // gap must be at most a day, and at most a million times as long as an on-period.
+        for p in &params {
+            let on_fraction = cfg.mean_on_s / (cfg.mean_on_s + p.off_mean_s);
+            let gap_ns = 1e9 / (p.rate_pps * on_fraction);
+            if !(gap_ns <= MAX_PACKET_GAP_NS && p.rate_pps * cfg.mean_on_s >= 1e-6) {
+                return Err(invalid(
+                    name,
+                    if cfg.load_bps.is_some() {
+                        "load_bps"
+                    } else {
+                        "rate_max_pps"
+                    },
+                    cfg.load_bps.unwrap_or(cfg.rate_max_pps),
+                    "a load at which every stream sends a packet at least once a day",
+                ));
             }
         }
         let expected_load_bps = load(&params);

@@ -91,6 +91,11 @@ pub struct Node {
     routes: Vec<Vec<LinkId>>,
 }
 
+/// The most nodes a network may have. Every node keeps a route to every other, so memory grows
+/// with the square of the nodes (about 1 GB at this bound, measured with a dumbbell of 2047 pairs);
+/// the bound turns a typo like `pairs=10**8` into an error before anything is allocated (issue 13).
+pub const MAX_NODES: usize = 4096;
+
 #[derive(Debug, Default)]
 pub struct Network {
     pub nodes: Vec<Node>,
@@ -101,6 +106,13 @@ pub struct Network {
 
 impl Network {
     pub fn add_node(&mut self, name: &str) -> Result<NodeId, SimError> {
+        if self.nodes.len() >= MAX_NODES {
+            return Err(SimError::invalid(
+                "node",
+                self.nodes.len() + 1,
+                "at most 4096 nodes (MAX_NODES: every node keeps a route to every other)",
+            ));
+        }
         if self.by_name.contains_key(name) {
             return Err(SimError::invalid(
                 "node.name",

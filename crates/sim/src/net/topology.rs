@@ -49,14 +49,28 @@ pub struct Dumbbell {
     pub reverse: LinkId,
 }
 
-pub fn dumbbell(net: &mut Network, cfg: &DumbbellConfig) -> Result<Dumbbell, SimError> {
-    if cfg.pairs == 0 {
+/// The most sender/receiver pairs of a dumbbell: 2 nodes each plus 2 routers within
+/// [`MAX_NODES`](super::MAX_NODES).
+pub const MAX_PAIRS: usize = (super::MAX_NODES - 2) / 2;
+/// The most hops of a parking lot: a router and a host per hop plus one, within
+/// [`MAX_NODES`](super::MAX_NODES).
+pub const MAX_HOPS: usize = super::MAX_NODES / 2 - 1;
+
+/// `pairs` is a dumbbell's size: 1 ..= [`MAX_PAIRS`] (callers check it before building per-pair
+/// vectors).
+pub fn check_pairs(pairs: usize) -> Result<(), SimError> {
+    if pairs == 0 || pairs > MAX_PAIRS {
         return Err(SimError::invalid(
             "dumbbell.pairs",
-            0,
-            "at least one sender/receiver pair",
+            pairs,
+            "1 ..= 2047 sender/receiver pairs (MAX_PAIRS: 2 nodes each and 2 routers within MAX_NODES)",
         ));
     }
+    Ok(())
+}
+
+pub fn dumbbell(net: &mut Network, cfg: &DumbbellConfig) -> Result<Dumbbell, SimError> {
+    check_pairs(cfg.pairs)?;
     if cfg.access_delays.len() != cfg.pairs {
         return Err(SimError::invalid(
             "dumbbell.access_delays",
@@ -108,8 +122,12 @@ pub fn parking_lot(
     link: &LinkConfig,
     access: &LinkConfig,
 ) -> Result<ParkingLot, SimError> {
-    if hops == 0 {
-        return Err(SimError::invalid("parking_lot.hops", 0, "at least one hop"));
+    if hops == 0 || hops > MAX_HOPS {
+        return Err(SimError::invalid(
+            "parking_lot.hops",
+            hops,
+            "1 ..= 2047 hops (MAX_HOPS: 2 nodes per router within MAX_NODES)",
+        ));
     }
     let mut routers = Vec::new();
     let mut hosts = Vec::new();

@@ -60,6 +60,9 @@ impl Default for TcpConfig {
     }
 }
 
+/// The largest initial window a flow may have (it is sent at once).
+pub const MAX_INITIAL_CWND_PKTS: f64 = 1e6;
+
 impl TcpConfig {
     /// Checks every field; `name` is the parameter path used in errors (e.g. `flow[2].tcp`).
     pub fn check(&self, name: &str) -> Result<(), SimError> {
@@ -83,6 +86,15 @@ impl TcpConfig {
                     "a finite window >= 1 segment",
                 ));
             }
+        }
+        // The initial window leaves at once and every packet in flight lives in the packet pool:
+        // 1e300 asked for 8 GB (issue 13). Later growth is paced by ACKs and bounded by queues.
+        if self.initial_cwnd_pkts > MAX_INITIAL_CWND_PKTS {
+            return Err(SimError::invalid(
+                format!("{name}.initial_cwnd_pkts"),
+                self.initial_cwnd_pkts,
+                "an initial window of at most 1e6 segments (MAX_INITIAL_CWND_PKTS)",
+            ));
         }
         if self.min_rto > self.max_rto {
             return Err(SimError::invalid(

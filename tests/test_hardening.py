@@ -1,0 +1,174 @@
+"""Issue 13: inputs that crashed, hung or exhausted the machine. Each reproducer runs in a child
+process with an address-space limit and a time limit, so a regression shows as a failed test
+(a signal, MemoryError, or a timeout) instead of taking the test run down with it."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from macroflow._native import Simulation, SimulationError
+from macroflow.scenario import ScenarioError, load
+
+LIMIT_BYTES = 3 << 30  # far below what the failures asked for (8 GB to 240 GB)
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_BYTES, LIMIT_BYTES))
+
+
+def run_child(code: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    prelude = "from macroflow._native import Simulation, SimulationError\n"
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=_limit)
+
+
+def expect_error(code: str, *words: str) -> None:
+    """`code` must raise SimulationError (printed as ``ERR <message>``) naming `words`, in a child
+    that neither crashes nor runs out of memory or time."""
+    p = run_child(f"""
+        try:
+{textwrap.indent(textwrap.dedent(code), ' ' * 12)}
+            print("NO ERROR")
+        except SimulationError as e:
+            print("ERR", e)
+        """)
+    assert p.returncode == 0, f"child died (rc {p.returncode}): {p.stderr[-600:]}"
+    out = p.stdout.strip().splitlines()[-1]
+    assert out.startswith("ERR"), out
+    for w in words:
+        assert w in out, out
+
+
+DUMBBELL = "s = Simulation(seed=1)\nd = s.dumbbell(1)\na, b = d['senders'][0], d['receivers'][0]\n"
+
+
+@pytest.mark.parametrize("code, words", [
+    # Segfault from recursion: a queue spec that contains itself, or thousands of levels.
+    ("q = {'kind': 'random_drop', 'p': 0.1}\nq['inner'] = q\n" + DUMBBELL.replace("dumbbell(1)", "dumbbell(1, queue=q)"),
+     ["nest deeper than 16"]),
+    ("q = {'kind': 'drop_tail', 'limit_pkts': 5}\nfor _ in range(5000):\n    q = {'kind': 'random_drop', 'p': 0.0, 'inner': q}\n"
+     "s = Simulation(seed=1)\na, b = s.add_node('a'), s.add_node('b')\ns.add_link(a, b, 1e6, 0.01, queue=q)", ["nest deeper than 16"]),
+    ("c = {'dscps': [0], 'weight': 1}\nq = {'kind': 'wrr', 'classes': [c]}\nc['queue'] = q\n"
+     "s = Simulation(seed=1)\na, b = s.add_node('a'), s.add_node('b')\ns.add_link(a, b, 1e6, 0.01, queue=q)", ["nest deeper than 16"]),
+    # Abort on allocation failure, and panics (capacity overflow).
+    (DUMBBELL + "s.add_media_flow(a, b, source='video', rate_bps=1e6, fps=1e9)", ["fps", "1000"]),
+    (DUMBBELL + "s.add_media_flow(a, b, source='video', rate_bps=1e6, fps=float('inf'))", ["fps"]),
+    (DUMBBELL + "s.add_tcp_flow(a, b, initial_cwnd_pkts=1e300)\ns.run(2)", ["initial_cwnd_pkts", "1e6"]),
+    ("s = Simulation(seed=1)\ns.parking_lot(10**8)", ["parking_lot.hops", "2047"]),
+    ("s = Simulation(seed=1)\ns.dumbbell(2**63)", ["dumbbell.pairs", "2047"]),
+    ("s = Simulation(seed=1)\ns.dumbbell(9223372036854775807)", ["dumbbell.pairs"]),
+    # Sources whose event rate or period is absurd, and a web workload that ends before it starts.
+    (DUMBBELL + "s.add_udp_flow(a, b, kind='self_similar', load_bps=1e-6)\ns.run(1)", ["load_bps", "once a day"]),
+    (DUMBBELL + "s.add_udp_flow(a, b, kind='cbr', rate_bps=1e15)\ns.run(1)", ["rate_bps", "1 ns"]),
+    (DUMBBELL + "s.add_web_workload([(a, b)], load_bps=1e6, start_s=10, end_s=5)", ["web.end_s"]),
+    (DUMBBELL + "s.add_web_workload([(a, b)], load_bps=1e15, end_s=60)", ["MAX_WEB_FLOWS"]),
+])
+def test_each_reproducer_is_a_clear_error(code: str, words: list) -> None:
+    expect_error(code, *words)
+
+
+def test_the_simulation_stays_usable_after_a_refused_input() -> None:
+    s = Simulation(seed=1)
+    d = s.dumbbell(1)
+    a, b = d["senders"][0], d["receivers"][0]
+    with pytest.raises(SimulationError, match="fps"):
+        s.add_media_flow(a, b, source="video", rate_bps=1e6, fps=float("inf"))
+    s.add_tcp_flow(a, b)
+    s.run(1.0)
+    assert s.now_s == pytest.approx(1.0)
+
+
+def test_ctrl_c_stops_a_long_run_and_leaves_the_simulation_usable() -> None:
+    code = DUMBBELL + textwrap.dedent("""
+        s.add_tcp_flow(a, b)
+        import time
+        print("READY", flush=True)
+        try:
+            s.run(1e9)
+        except KeyboardInterrupt:
+            t = s.now_s
+            s.run(t + 1.0)
+            print("INTERRUPTED", t > 0, abs(s.now_s - (t + 1.0)) < 1e-9, flush=True)
+        """)
+    p = subprocess.Popen([sys.executable, "-c", "from macroflow._native import Simulation\n" + code],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_limit)
+    assert p.stdout.readline().strip() == "READY"
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("run(1e9) did not stop on SIGINT")
+    assert "INTERRUPTED True True" in out, err[-500:]
+
+
+def test_another_thread_is_answered_at_once_while_one_runs() -> None:
+    """While one thread is inside `run`, another thread's calls must not wait for it holding the
+    GIL (that froze every Python thread): they are answered at once, with the time reached
+    between two chunks of events or with an error saying the simulation is busy."""
+    s = Simulation(seed=1)
+    d = s.dumbbell(4)
+    for i in range(4):
+        s.add_tcp_flow(d["senders"][i], d["receivers"][i])
+    s.run(0.001)
+    t = threading.Thread(target=lambda: s.run(20_000.0))
+    t.start()
+    time.sleep(0.2)
+    answers, busy, slowest = [], 0, 0.0
+    for _ in range(20):
+        t0 = time.perf_counter()
+        try:
+            answers.append(s.now_s)
+        except SimulationError as e:
+            assert "another thread" in str(e)
+            busy += 1
+        slowest = max(slowest, time.perf_counter() - t0)
+        time.sleep(0.01)
+    overlapped = t.is_alive()
+    t.join()
+    assert overlapped, "the run ended before the calls: make it longer"
+    assert slowest < 0.2, f"a call waited {slowest:.2f} s for the running thread"
+    assert answers == sorted(answers) and all(0 < x < 20_000.0 for x in answers), answers
+    assert s.now_s == pytest.approx(20_000.0)
+
+
+def _nested_tables(n: int) -> str:
+    lines = ['name = "deep"', "duration_s = 1", "flows = []", "[topology]", 'kind = "dumbbell"', "pairs = 1"]
+    path = "topology.queue"
+    for _ in range(n):
+        lines += [f"[{path}]", 'kind = "random_drop"', "p = 0.0"]
+        path += ".inner"
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("content, words", [
+    (_nested_tables(300), "nest deeper than 64"),
+    ('name="x"\nduration_s=1\nflows=[]\n[topology]\nkind="dumbbell"\npairs=1\nqueue='
+     + '{kind="random_drop",p=0.0,inner=' * 100 + '{kind="drop_tail",limit_pkts=5}' + "}" * 100 + "\n", "nest deeper than 64"),
+    (_nested_tables(3000), "larger than"),
+])
+def test_deep_or_huge_scenario_files_are_refused_quickly(tmp_path, content: str, words: str) -> None:
+    f = tmp_path / "deep.toml"
+    f.write_text(content)
+    start = time.perf_counter()
+    with pytest.raises(ScenarioError, match=words):
+        load(f)
+    assert time.perf_counter() - start < 5.0
+
+
+def test_non_utf8_and_endless_files_are_refused(tmp_path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b"\xff\xfe name = 1")
+    with pytest.raises(ScenarioError, match="not UTF-8"):
+        load(bad)
+    with pytest.raises(ScenarioError, match="larger than"):
+        load("/dev/zero")
