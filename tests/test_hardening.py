@@ -172,3 +172,75 @@ def test_non_utf8_and_endless_files_are_refused(tmp_path) -> None:
         load(bad)
     with pytest.raises(ScenarioError, match="larger than"):
         load("/dev/zero")
+
+
+BASE = """
+name = "h"
+duration_s = 2.0
+[topology]
+kind = "dumbbell"
+pairs = 2
+[[groups]]
+name = "g"
+kind = "ccc"
+[[flows]]
+type = "tcp"
+pair = 0
+group = "g"
+priority = {p0}
+[[flows]]
+type = "tcp"
+pair = 1
+group = "g"
+"""
+
+
+@pytest.mark.parametrize("text, words", [
+    (BASE.format(p0="1.0").replace("pairs = 2", 'pairs = "2"'), "pairs"),            # lax coercion
+    (BASE.format(p0="1.0").replace("pairs = 2", "pairs = true"), "pairs"),
+    (BASE.format(p0="1.0").replace("duration_s = 2.0", "duration_s = inf"), "finite"),
+    (BASE.format(p0="inf"), "finite"),
+    (BASE.format(p0="1e13"), "priority"),
+    (BASE.format(p0="1.0").replace("duration_s = 2.0", "duration_s = 2.0\nsample_interval_s = 1e-300"), "samples"),
+    (BASE.format(p0="1.0").replace('name = "h"', 'name = "../../../x"'), "name"),
+    (BASE.format(p0="1.0").replace('name = "h"', 'name = "/abs"'), "name"),
+    (BASE.format(p0="1.0") + '[[flows]]\ntype = "udp"\npair = 1\nkind = "cbr"\n', "cbr flow needs rate_bps"),
+    (BASE.format(p0="1.0") + '[[flows]]\ntype = "udp"\npair = 1\nkind = "cbr"\nrate_bps = 1e16\n', "rate_bps"),
+    (BASE.format(p0="1.0") + '[[flows]]\ntype = "media"\npair = 1\nsource = "app_limited"\n', "app_limited"),
+    (BASE.format(p0="1.0") + '[[flows]]\ntype = "media"\npair = 1\npauses = [[5.0, 2.0]]\n', "pauses[0]"),
+    (BASE.format(p0="1.0") + '[[flows]]\ntype = "media"\npair = 1\npauses = [[-1.0, 2.0]]\n', "pauses[0]"),
+    (BASE.format(p0="1.0") + '[[flows]]\ntype = "web"\npair = 1\nload_bps = 1e6\nstart_s = 5.0\nend_s = 1.0\n', "end_s"),
+])
+def test_bad_scenario_values_are_one_clear_error(text: str, words: str) -> None:
+    from macroflow.scenario import parse
+    with pytest.raises(ScenarioError) as e:
+        parse(text)
+    assert words in str(e.value), str(e.value)
+
+
+def test_a_tiny_valid_priority_runs_and_reports(tmp_path) -> None:
+    """priority = 1e-300 is valid; the run used to crash afterwards in metrics.jain (overflow),
+    and priorities 5e-324 and 1 asked for 8 GB."""
+    for p0 in ("1e-300", "5e-324"):
+        f = tmp_path / f"tiny{p0}.toml"
+        f.write_text(BASE.format(p0=p0))
+        p = subprocess.run([sys.executable, "-m", "macroflow", "run", str(f), "--out", str(tmp_path / "out"), "-q"],
+                           capture_output=True, text=True, timeout=120, preexec_fn=_limit)
+        assert p.returncode == 0, p.stderr[-800:]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--duration", "inf"], "finite"),
+    (["--duration", "1e300"], "samples"),
+    (["--out", "FILE"], "not a directory"),
+])
+def test_cli_refuses_with_one_line(tmp_path, args: list, words: str) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(BASE.format(p0="1.0"))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    args = [str(afile) if a == "FILE" else a for a in args]
+    p = subprocess.run([sys.executable, "-m", "macroflow", "run", str(f), "-q", *args],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr[-800:])
+    assert words in p.stderr and "Traceback" not in p.stderr, p.stderr[-800:]

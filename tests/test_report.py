@@ -12,7 +12,7 @@ from macroflow.results import list_runs, load_results, run_to_store, write_json_
 from macroflow.scenario import parse
 
 SCENARIO = """
-name = "report <b>&amp; test"
+name = "report-test"
 seed = 1
 duration_s = 6.0
 sample_interval_s = 0.1
@@ -41,7 +41,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    d = tmp_path_factory.mktemp("store")
+    # A store path with markup in it: the report shows it, escaped. (Scenario names are slugs.)
+    d = tmp_path_factory.mktemp("store") / "a <b>&amp; dir"
     base = parse(SCENARIO)
     for q in (20, 83):
         for seed in (1, 2):
@@ -63,7 +64,7 @@ def test_report_is_self_contained_complete_and_escaped(store):
         assert base64.b64decode(b).startswith(PNG)
     lower = page.lower()
     assert "http://" not in lower and "https://" not in lower and "<script" not in lower
-    assert "report &lt;b&gt;&amp;amp; test" in page and "<b>&amp; test" not in page
+    assert "a &lt;b&gt;&amp;amp; dir" in page and "<b>&amp; dir" not in page
     assert "Summary (mean" in page and "topology.queue_pkts" in page
 
 

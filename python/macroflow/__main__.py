@@ -18,8 +18,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from macroflow import demo
-from macroflow.results import load_results, run_to_store
-from macroflow.scenario import ScenarioError, load
+from macroflow.results import StoreError, load_results, run_to_store
+from macroflow.scenario import ScenarioError, load, with_duration
 from macroflow.console import console, sweep_progress
 from macroflow.sweeps import SweepError, SweepProgress, plan_file, sweep
 
@@ -54,15 +54,19 @@ def run_cmd(
     except ScenarioError as e:
         _fail(str(e))
     if duration is not None:
-        if not duration > 0:
-            _fail(f"--duration: expected seconds > 0, got {duration}")
-        sc = sc.model_copy(update={"duration_s": duration})
+        try:
+            sc = with_duration(sc, duration, "--duration")
+        except ScenarioError as e:
+            _fail(str(e))
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} s simulated"),
         TimeElapsedColumn(), console=console, disable=quiet,
     ) as prog:
         task = prog.add_task(sc.name, total=sc.duration_s)
-        path = run_to_store(sc, out, progress=lambda t: prog.update(task, completed=t))
+        try:
+            path = run_to_store(sc, out, progress=lambda t: prog.update(task, completed=t))
+        except StoreError as e:
+            _fail(str(e))
         prog.update(task, completed=sc.duration_s)
     t = load_results(path)
     table = Table(title=f"{sc.name}: {path}")

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from macroflow import results as _results
 from macroflow import sweeps as _sweep
-from macroflow.scenario import Scenario, load
+from macroflow.scenario import Scenario, load, with_duration
 
 __all__ = ["run", "sweep", "reproduce", "report", "load_results"]
 
@@ -29,9 +29,7 @@ def run(scenario: Union[PathLike, Scenario], out: PathLike = "out/results", dura
     results store `out` unless it is stored already; returns the run's directory."""
     sc = scenario if isinstance(scenario, Scenario) else load(scenario)
     if duration_s is not None:
-        if not duration_s > 0:
-            raise ValueError(f"duration_s: expected seconds > 0, got {duration_s}")
-        sc = sc.model_copy(update={"duration_s": duration_s})
+        sc = with_duration(sc, duration_s, "duration_s")
     return _results.run_to_store(sc, out)
 
 

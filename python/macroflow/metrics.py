@@ -7,6 +7,8 @@ Units are in the names: ``_bps`` bit/s, ``_pkts`` packets, ``_s`` seconds; ratio
 
 from __future__ import annotations
 
+import math
+
 from typing import Dict, List, Optional, Sequence
 
 import pyarrow as pa
@@ -44,14 +46,19 @@ def jain(xs: Sequence[float], weights: Optional[Sequence[float]] = None) -> floa
             raise ValueError(f"{len(weights)} weights for {len(xs)} values")
         if any(not w > 0 for w in weights):
             raise ValueError(f"weights must be > 0, got {list(weights)}")
-        xs = [x / w for x, w in zip(xs, weights)]
+        # x / w in log space: the index is scale-free, and a weight of 1e-300 must not overflow
+        # (issue 13: OverflowError after a whole run).
+        logs = [math.log(x) - math.log(w) if x > 0 else -math.inf for x, w in zip(xs, weights)]
+        top = max(logs, default=-math.inf)
+        xs = [math.exp(v - top) if top > -math.inf else 0.0 for v in logs]
     n = len(xs)
-    sq = sum(x * x for x in xs)
     if n == 0:
         return float("nan")
-    if sq == 0:
+    m = max(abs(x) for x in xs)
+    if m == 0:
         return 1.0
-    return sum(xs) ** 2 / (n * sq)
+    xs = [x / m for x in xs]  # scale-free; keeps x * x in range
+    return sum(xs) ** 2 / (n * sum(x * x for x in xs))
 
 
 def bottleneck_links(t: Dict[str, pa.Table]) -> List[int]:

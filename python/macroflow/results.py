@@ -125,13 +125,26 @@ def is_stored(out: Union[str, pathlib.Path], key: str) -> bool:
     return (pathlib.Path(out) / key / "manifest.json").exists()
 
 
+class StoreError(Exception):
+    """The results store cannot be written: its path is a file, it is not writable, the disk is
+    full. The message names the path and the reason."""
+
+
 def store_run(out: Union[str, pathlib.Path], manifest: Dict[str, Any], blobs: Mapping[str, bytes]) -> pathlib.Path:
     """Writes one run into the store atomically (a temporary directory renamed into place; the
     manifest is written last, so a directory without one is never a result)."""
-    out = pathlib.Path(out)
+    try:
+        return _store_run(pathlib.Path(out), manifest, blobs)
+    except OSError as e:
+        raise StoreError(f"{e.filename or out}: cannot store results: {e.strerror or e}") from None
+
+
+def _store_run(out: pathlib.Path, manifest: Dict[str, Any], blobs: Mapping[str, bytes]) -> pathlib.Path:
     final = out / manifest["key"]
     if is_stored(out, manifest["key"]):
         return final
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(20, "not a directory", str(out))
     out.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-", dir=out))
     try:
@@ -180,6 +193,9 @@ def run_to_store(
     to :func:`macroflow.scenario.run`."""
     if is_stored(out, run_key(sc)):
         return pathlib.Path(out) / run_key(sc)
+    p = pathlib.Path(out)
+    if p.exists() and not p.is_dir():  # say so before the run, not after it
+        raise StoreError(f"{p}: cannot store results: not a directory")
     return store_run(out, *compute_run(sc, params, progress))
 
 

@@ -30,8 +30,16 @@ class ScenarioError(ValueError):
     """An invalid scenario; the message names the file, the field path and what was expected."""
 
 
+#: The largest priority (only ratios matter; the coupling crate's bound).
+MAX_PRIORITY = 1e12
+#: The largest rate in bit/s a source may have.
+MAX_RATE_BPS = 1e15
+#: The most time-series samples a run may take (duration / sample interval).
+MAX_SAMPLES = 1e7
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 def _check_queue(spec: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -57,13 +65,13 @@ class Dumbbell(_Strict):
 
     kind: Literal["dumbbell"] = "dumbbell"
     pairs: int = Field(ge=1)
-    bottleneck_rate_bps: float = Field(default=10e6, gt=0)
+    bottleneck_rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
     bottleneck_delay_s: float = Field(default=0.048, ge=0)
     #: Drop-tail size of the bottleneck queue (83 packets when neither this nor ``queue`` is given).
     queue_pkts: Optional[int] = Field(default=None, ge=1)
     #: Any queue discipline for the bottleneck, e.g. {kind = "red", limit_pkts = 83}.
     queue: Optional[QueueSpec] = None
-    access_rate_bps: float = Field(default=1e9, gt=0)
+    access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
     access_delays_s: Optional[List[Annotated[float, Field(ge=0)]]] = None
     random_drop: float = Field(default=0.0, ge=0, le=1)
 
@@ -82,11 +90,11 @@ class ParkingLot(_Strict):
 
     kind: Literal["parking_lot"]
     hops: int = Field(ge=1)
-    rate_bps: float = Field(default=10e6, gt=0)
+    rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
     delay_s: float = Field(default=0.01, ge=0)
     queue_pkts: Optional[int] = Field(default=None, ge=1)
     queue: Optional[QueueSpec] = None
-    access_rate_bps: float = Field(default=1e9, gt=0)
+    access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
     access_delay_s: float = Field(default=0.001, ge=0)
 
     @model_validator(mode="after")
@@ -102,7 +110,7 @@ class GraphLink(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     from_: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
-    rate_bps: float = Field(gt=0)
+    rate_bps: float = Field(gt=0, le=MAX_RATE_BPS)
     delay_s: float = Field(ge=0)
     queue_pkts: Optional[int] = Field(default=None, ge=1)
     queue: Optional[QueueSpec] = None
@@ -185,7 +193,7 @@ class TcpFlow(_Endpoints):
     size_bytes: Optional[int] = Field(default=None, ge=1)
     cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
     group: Optional[str] = None
-    priority: float = Field(default=1.0, gt=0)
+    priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
     #: DSCP of its packets (WRR classifies by it).
     dscp: int = Field(default=0, ge=0, le=63)
 
@@ -194,20 +202,35 @@ class MediaFlow(_Endpoints):
     type: Literal["media"]
     controller: Literal["nada", "gcc", "tfrc", "rap"] = "nada"
     source: Literal["greedy", "app_limited", "video"] = "greedy"
-    rate_bps: Optional[float] = Field(default=None, gt=0)
+    rate_bps: Optional[float] = Field(default=None, gt=0, le=MAX_RATE_BPS)
     #: (start, end) seconds in which the application sends nothing.
-    pauses: List[Tuple[float, float]] = []
+    pauses: List[Annotated[Tuple[float, float], Field(strict=False)]] = []
     packet_bytes: int = Field(default=1200, ge=40)
     group: Optional[str] = None
-    priority: float = Field(default=1.0, gt=0)
+    priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
+
+    @model_validator(mode="after")
+    def _sane(self) -> "MediaFlow":
+        if self.source == "app_limited" and self.rate_bps is None:
+            raise ValueError("an app_limited source needs rate_bps")
+        for i, (a, b) in enumerate(self.pauses):
+            if not 0 <= a < b:
+                raise ValueError(f"pauses[{i}] = ({a}, {b}): a pause is (start, end) with 0 <= start < end")
+        return self
 
 
 class UdpFlow(_Endpoints):
     type: Literal["udp"]
     kind: Literal["cbr", "self_similar"] = "cbr"
-    rate_bps: Optional[float] = Field(default=None, gt=0)
-    load_bps: Optional[float] = Field(default=None, gt=0)
+    rate_bps: Optional[float] = Field(default=None, gt=0, le=MAX_RATE_BPS)
+    load_bps: Optional[float] = Field(default=None, gt=0, le=MAX_RATE_BPS)
     dscp: int = Field(default=0, ge=0, le=63)
+
+    @model_validator(mode="after")
+    def _rate_given(self) -> "UdpFlow":
+        if self.kind == "cbr" and self.rate_bps is None:
+            raise ValueError("a cbr flow needs rate_bps")
+        return self
 
 
 class WebFlow(_Endpoints):
@@ -216,11 +239,17 @@ class WebFlow(_Endpoints):
     after the file's TCP flows."""
 
     type: Literal["web"]
-    load_bps: float = Field(gt=0)
+    load_bps: float = Field(gt=0, le=MAX_RATE_BPS)
     mean_size_bytes: float = Field(default=50e3, gt=0)
     end_s: Optional[float] = Field(default=None, gt=0)
     pareto_shape: float = Field(default=1.2, gt=1)
     cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> "WebFlow":
+        if self.end_s is not None and self.end_s < self.start_s:
+            raise ValueError(f"end_s = {self.end_s} is before start_s = {self.start_s}: the workload would send nothing")
+        return self
 
 
 Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow, WebFlow], Field(discriminator="type")]
@@ -229,7 +258,7 @@ Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow, WebFlow], Field(discriminato
 class PriorityChange(_Strict):
     at_s: float = Field(ge=0)
     flow: int = Field(ge=0, description="index into flows (a coupled TCP flow)")
-    priority: float = Field(gt=0)
+    priority: float = Field(gt=0, le=MAX_PRIORITY)
 
 
 def _node_names(t: Union[Dumbbell, ParkingLot, Graph]) -> List[str]:
@@ -254,11 +283,20 @@ def _link_names(t: Union[Dumbbell, ParkingLot, Graph]) -> List[str]:
 
 
 class Scenario(_Strict):
-    name: str = Field(min_length=1)
+    #: Also the default output folder of a sweep, so a safe slug (issue 13: "../../x" wrote outside).
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     seed: int = Field(default=1, ge=0)
     duration_s: float = Field(gt=0)
     #: Period of the time series (per-flow cwnd, rates; queues of measured links); 0: none.
     sample_interval_s: float = Field(default=0.1, ge=0)
+
+    @model_validator(mode="after")
+    def _samples_bounded(self) -> "Scenario":
+        if self.sample_interval_s and self.duration_s / self.sample_interval_s > MAX_SAMPLES:
+            raise ValueError(
+                f"sample_interval_s = {self.sample_interval_s} gives {self.duration_s / self.sample_interval_s:.3g} samples "
+                f"over duration_s = {self.duration_s}; at most {MAX_SAMPLES:g} (or 0: no time series)")
+        return self
     topology: Topology
     #: Links whose queue is sampled (see each topology for names). Default: the dumbbell's
     #: bottleneck, every parking-lot hop, every graph link.
@@ -385,6 +423,12 @@ def _depth(data: Any) -> int:
         elif isinstance(v, list):
             todo.extend((x, d + 1) for x in v)
     return deepest
+
+
+def with_duration(sc: Scenario, duration_s: float, source: str = "duration") -> Scenario:
+    """`sc` with another duration, validated as the file's own would be (finite, > 0, and within
+    the sample bound); ScenarioError names `source` otherwise."""
+    return validate({**sc.model_dump(mode="python"), "duration_s": duration_s}, source)
 
 
 def parse(text: str, source: str = "<string>") -> Scenario:
