@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test bench bench-sim bench-flowsim clean
+.PHONY: run test build deps lint rust-test py-test bench bench-sim bench-flowsim bench-fuzz clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -49,6 +49,10 @@ bench:
 bench-sim: deps
 	bash bench/peers/install.sh
 	$(PY) bench/sim_vs_peers.py
+
+# The issue-13 fuzzers (scenario files and the API) for 10 minutes each.
+bench-fuzz: build
+	$(PY) bench/fuzz.py --minutes 10
 
 # The flow-level model: clamp against a plain C++ max-min solver (built here with g++) and the
 # literal Fig. 5, sender-model fixed points, and growth with flows and nodes.

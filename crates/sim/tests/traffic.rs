@@ -134,3 +134,49 @@ fn web_workload_flows_complete_with_heavy_tailed_fcts() {
     assert!(e.unwrap_err().to_string().contains("web.load_bps"));
     let _ = Duration::ZERO;
 }
+
+/// Issue 13: the sampler kept sampling finished web flows, so samples (and memory) grew with the
+/// square of the duration. A finished flow gets one sample after it ends, then none: the rows are
+/// bounded by each flow's own lifetime in intervals.
+#[test]
+fn finished_flows_are_not_sampled_again() {
+    let (mut sim, d) = setup(2);
+    let web = WebWorkload {
+        load_bps: 5e6,
+        mean_size_bytes: 50e3,
+        pairs: 2,
+        ..WebWorkload::default()
+    };
+    let pairs = [
+        (d.senders[0], d.receivers[0]),
+        (d.senders[1], d.receivers[1]),
+    ];
+    let tcp = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
+    let ids = sim
+        .add_web_workload(&web, &pairs, Instant::ZERO, Instant::from_secs(200), tcp)
+        .unwrap();
+    let interval = 0.1;
+    sim.sample_every(coupling::Duration::from_millis(100), &[])
+        .unwrap();
+    sim.run_until(Instant::from_secs(260));
+    let r = sim.results();
+    let bound: f64 = r
+        .flows
+        .iter()
+        .map(|f| {
+            let end = f.fct_s.map_or(260.0, |fct| f.start_s + fct);
+            (end - f.start_s) / interval + 2.0
+        })
+        .sum();
+    let rows = r.flow_samples.len() as f64;
+    println!(
+        "{} flows, {rows} flow samples, lifetimes allow {bound:.0}",
+        ids.len()
+    );
+    assert!(
+        rows <= bound,
+        "{rows} rows for lifetimes of {bound:.0} intervals"
+    );
+    // Sampling every flow at every interval to the end would be about flows x 2600 / 2.
+    assert!(rows < 0.05 * ids.len() as f64 * 2600.0 / 2.0);
+}

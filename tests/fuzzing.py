@@ -1,0 +1,193 @@
+"""Fuzzers for issue 13, shared by the bounded CI test (tests/test_fuzz.py) and the 10-minute
+bench target (bench/fuzz.py, `make bench-fuzz`).
+
+- Scenario files: the shipped scenarios mutated by hypothesis (a value replaced by one of many
+  hostile ones, a key deleted or added, a table nested) are validated and, when valid, run for a
+  fraction of a second. Allowed outcomes: valid and run, or one of the package's errors
+  (ScenarioError, SimulationError) naming the problem.
+- The API: random calls, with hostile arguments, on every public method of the bindings
+  (Simulation, Fse, FseGroup, TcpCoupler, TcpGroups, TcbCache, FlowModel). Allowed: a result, or
+  the package's errors (all derive from ValueError), or Python's own calling-convention errors
+  (TypeError for a wrong type or arity, OverflowError for an integer beyond 64 bits).
+
+Anything else, a panic crossing into Python, a crash of the interpreter, or an example slower
+than EXAMPLE_TIME_S, is a failure. Run each fuzzer in a child process (see `run_in_child`) so a
+crash is reported instead of killing the runner.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pathlib
+import time
+import tomllib
+from typing import Any, Callable, Iterator, List, Tuple
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLE_TIME_S = 30.0
+
+HOSTILE = st.one_of(
+    st.sampled_from([0, -1, 1, 2, 2**31, 2**63, 2**64, -(2**63), 10**30, 0.0, -0.0, 1e-300, 5e-324, 1e300, 1e15, 1e18,
+                     math.inf, -math.inf, math.nan, "", "x", "../../x", "\x00", "é", True, False, None, [], {}, [1, 2], {"kind": "drop_tail"}]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.text(max_size=8),
+    st.lists(st.floats(allow_nan=True), max_size=3),
+)
+
+
+# Values of the right type at the edges of (or just past) what is valid: most examples then stay
+# valid and reach the simulator, where the crashes were.
+EXTREME_NUMBER = st.one_of(
+    st.sampled_from([0, 1, 2, 3, 63, 64, 2047, 2048, 4096, 10**6, 1e-12, 1e-9, 1e-6, 0.001, 0.5, 0.999, 1.0, 1e6, 1e9,
+                     1e12, 1e15, 1e16, 5e-324, 1e-300]),
+    st.floats(min_value=1e-12, max_value=1e15),
+    st.integers(min_value=0, max_value=5000),
+)
+
+
+def shipped() -> List[Tuple[str, dict]]:
+    return [(p.name, tomllib.loads(p.read_text())) for p in sorted((ROOT / "scenarios").glob("*.toml"))]
+
+
+def _slots(d: Any, path: Tuple = ()) -> Iterator[Tuple]:
+    """Every place in a nested dict/list: (path to the container, key or index)."""
+    if isinstance(d, dict):
+        for k, v in d.items():
+            yield path, k
+            yield from _slots(v, path + (k,))
+    elif isinstance(d, list):
+        for i, v in enumerate(d):
+            yield path, i
+            yield from _slots(v, path + (i,))
+
+
+def _at(d: Any, path: Tuple) -> Any:
+    for k in path:
+        d = d[k]
+    return d
+
+
+@st.composite
+def mutated_scenario(draw: Callable) -> dict:
+    name, base = draw(st.sampled_from(shipped()))
+    data = copy.deepcopy(base)
+    for _ in range(draw(st.integers(1, 3))):
+        slots = list(_slots(data))
+        if not slots:
+            break
+        path, key = draw(st.sampled_from(slots))
+        parent = _at(data, path)
+        op = draw(st.sampled_from(["set", "set", "set", "delete", "add", "nest"]))
+        if op == "set":
+            old = parent[key]
+            numeric = isinstance(old, (int, float)) and not isinstance(old, bool)
+            parent[key] = draw(EXTREME_NUMBER) if numeric and draw(st.integers(0, 4)) else draw(HOSTILE)
+        elif op == "delete":
+            del parent[key]
+        elif op == "add" and isinstance(parent, dict):
+            parent[draw(st.sampled_from(["extra", "kind", "inner", "queue", "priority", "pairs"]))] = draw(HOSTILE)
+        elif op == "nest":
+            parent[key] = {"kind": "random_drop", "p": 0.1, "inner": parent[key]}
+    return data
+
+
+def check_scenario(data: dict) -> None:
+    """One scenario example: validated, and if valid run briefly; only package errors allowed."""
+    from macroflow._native import SimulationError
+    from macroflow.scenario import ScenarioError, run, validate, with_duration
+
+    t0 = time.perf_counter()
+    try:
+        sc = validate(data, "fuzz")
+        sc = with_duration(sc, min(sc.duration_s, 0.2))
+        run(sc)
+    except (ScenarioError, SimulationError):
+        pass
+    elapsed = time.perf_counter() - t0
+    assert elapsed < EXAMPLE_TIME_S, f"{elapsed:.1f} s for one scenario"
+
+
+# --- the API ------------------------------------------------------------------------------------
+
+def _targets() -> List[Tuple[str, Callable[[], Any]]]:
+    import macroflow._native as n
+
+    def sim() -> Any:
+        s = n.Simulation(seed=1)
+        d = s.dumbbell(2)
+        s.add_tcp_flow(d["senders"][0], d["receivers"][0])
+        return s
+
+    def model() -> Any:
+        return n.FlowModel([("a", "b", 1.0), ("b", "c", 2.0), ("c", "a", 1.0)], [("a", "c"), ("b", "a")])
+
+    out = [("Simulation", lambda: n.Simulation(seed=1)), ("Simulation (running)", sim),
+           ("Fse", lambda: n.Fse()), ("TcpGroups", lambda: n.TcpGroups()), ("TcbCache", lambda: n.TcbCache())]
+    if hasattr(n, "FseGroup"):
+        out.append(("FseGroup", lambda: n.FseGroup("passive")))
+    if hasattr(n, "TcpCoupler"):
+        out.append(("TcpCoupler", lambda: n.TcpCoupler("ccc")))
+    out.append(("FlowModel", model))
+    return out
+
+
+def _methods(obj: Any) -> List[str]:
+    return sorted(m for m in dir(obj) if not m.startswith("_"))
+
+
+ARG = st.one_of(HOSTILE, st.integers(0, 5), st.floats(0, 10), st.sampled_from(["a", "b", "newreno", "ccc", "passive", "cbr"]))
+
+
+@st.composite
+def api_calls(draw: Callable) -> Tuple[int, List[Tuple[str, list, dict]]]:
+    target = draw(st.integers(0, len(_targets()) - 1))
+    calls = []
+    for _ in range(draw(st.integers(1, 8))):
+        calls.append((draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=1)),
+                      draw(st.lists(ARG, max_size=5)), {}))
+    return target, calls
+
+
+def check_api(example: Tuple[int, List[Tuple[str, list, dict]]]) -> None:
+    """A sequence of calls on one fresh object: each method picked by its first letter's rank."""
+    target, calls = example
+    name, make = _targets()[target]
+    obj = make()
+    methods = _methods(obj)
+    t0 = time.perf_counter()
+    for pick, args, kwargs in calls:
+        m = methods[(ord(pick) - ord("a")) % len(methods)]
+        attr = getattr(obj, m)
+        try:
+            if callable(attr):
+                # Runs and sweeps of absurd length are the caller's choice (Ctrl-C stops them);
+                # keep the fuzzer's own runs short.
+                if m in ("run",) and args and isinstance(args[0], (int, float)) and not isinstance(args[0], bool):
+                    args = [min(args[0], 2.0) if args[0] == args[0] else args[0], *args[1:]]
+                attr(*args, **kwargs)
+        except (ValueError, TypeError, OverflowError):
+            pass  # the package's errors derive from ValueError; the others are Python's calling convention
+        except BaseException as e:  # a PanicException derives from BaseException
+            raise AssertionError(f"{name}.{m}{tuple(args)} raised {type(e).__module__}.{type(e).__name__}: {e}") from None
+    elapsed = time.perf_counter() - t0
+    assert elapsed < EXAMPLE_TIME_S, f"{elapsed:.1f} s for {name} calls {calls}"
+
+
+def fuzz(kind: str, examples: int, seed: int) -> None:
+    """Runs `examples` hypothesis examples of one fuzzer (raises on the first failure, shrunk)."""
+    strat, check = (mutated_scenario(), check_scenario) if kind == "scenarios" else (api_calls(), check_api)
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck))
+    @given(strat)
+    def prop(x: Any) -> None:
+        check(x)
+
+    import random
+    random.seed(seed)
+    prop()
