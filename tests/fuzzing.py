@@ -179,7 +179,8 @@ def check_api(example: Tuple[int, List[Tuple[str, list, dict]]]) -> None:
 
 
 def fuzz(kind: str, examples: int, seed: int) -> None:
-    """Runs `examples` hypothesis examples of one fuzzer (raises on the first failure, shrunk)."""
+    """Runs `examples` hypothesis examples of one fuzzer, deterministic given `seed` (raises on the
+    first failure, shrunk)."""
     strat, check = (mutated_scenario(), check_scenario) if kind == "scenarios" else (api_calls(), check_api)
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
@@ -188,6 +189,5 @@ def fuzz(kind: str, examples: int, seed: int) -> None:
     def prop(x: Any) -> None:
         check(x)
 
-    import random
-    random.seed(seed)
-    prop()
+    from hypothesis import seed as hypothesis_seed
+    hypothesis_seed(seed)(prop)()

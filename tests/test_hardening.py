@@ -244,3 +244,69 @@ def test_cli_refuses_with_one_line(tmp_path, args: list, words: str) -> None:
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert p.returncode == 2, (p.returncode, p.stderr[-800:])
     assert words in p.stderr and "Traceback" not in p.stderr, p.stderr[-800:]
+
+
+# --- the results store -------------------------------------------------------------------------
+
+@pytest.fixture()
+def two_runs(tmp_path):
+    from macroflow.results import run_to_store
+    from macroflow.scenario import parse
+    sc = parse(BASE.format(p0="1.0"))
+    a = run_to_store(sc, tmp_path)
+    b = run_to_store(sc.model_copy(update={"duration_s": 3.0}), tmp_path)  # other tables
+    return sc, a, b
+
+
+def _tamper_summary(run):
+    import json
+    m = json.loads((run / "manifest.json").read_text())
+    first = next(iter(m["summary"]))
+    m["summary"][first] = 12345.0
+    (run / "manifest.json").write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("how, words", [
+    ("summary", "checksum does not match"),
+    ("swap", "bytes are not the ones stored"),
+    ("empty_list", "not a manifest"),
+    ("missing_field", "missing"),
+    ("not_json", "not JSON"),
+    ("file_for_dir", "not a directory"),
+    ("dir_for_table", "cannot read"),
+])
+def test_a_damaged_run_is_named_not_trusted_and_repaired(two_runs, how: str, words: str) -> None:
+    import json
+    import shutil
+    from macroflow.results import StoreError, damaged_runs, is_stored, list_runs, load_results, run_to_store
+    sc, a, b = two_runs
+    store = a.parent
+    if how == "summary":
+        _tamper_summary(a)
+    elif how == "swap":
+        shutil.copy(b / "flows.parquet", a / "flows.parquet")
+    elif how == "empty_list":
+        (a / "manifest.json").write_text("[]")
+    elif how == "missing_field":
+        m = json.loads((a / "manifest.json").read_text())
+        del m["sha256"]
+        (a / "manifest.json").write_text(json.dumps(m))
+    elif how == "not_json":
+        (a / "manifest.json").write_text("{")
+    elif how == "file_for_dir":
+        shutil.rmtree(a)
+        a.write_text("x")
+    elif how == "dir_for_table":
+        (a / "flows.parquet").unlink()
+        (a / "flows.parquet").mkdir()
+    damaged = damaged_runs(store)
+    assert len(damaged) == 1 and words in damaged[0] and a.name in damaged[0], damaged
+    assert [r["key"] for r in list_runs(store)] == [b.name]
+    assert not is_stored(store, a.name)
+    if how != "file_for_dir":
+        with pytest.raises(StoreError, match=words):
+            load_results(a)
+    # Running the scenario again repairs it (the damaged copy is moved aside).
+    assert run_to_store(sc, store) == a
+    assert damaged_runs(store) == [] and is_stored(store, a.name)
+    assert load_results(a)["flows"].num_rows > 0

@@ -24,7 +24,7 @@ import matplotlib
 from macroflow.metrics import SUMMARY_FIELDS
 from macroflow.plots import METRIC_LABELS, _key, arm_styles, cdf, metric_by_arm, metric_vs_param, share_vs_param, time_series
 from macroflow.reproductions import check_status, tally
-from macroflow.results import current_runs, load_results
+from macroflow.results import current_runs, damaged_runs, load_results
 
 __all__ = ["write_report", "MAX_TIME_SERIES", "KEY_METRICS"]
 
@@ -40,7 +40,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:.85em}th,td{border:1px sol
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .pass{background:#dff3df;color:#145214;font-weight:bold}.fail{background:#f8dcdc;color:#7a1010;font-weight:bold}
 .info{background:#e3eef9;color:#1b4a7a;font-weight:bold}
-.verdict{font-size:1.1em;padding:.5em;display:inline-block}.muted{color:#666;font-size:.9em}
+.verdict{font-size:1.1em;padding:.5em;display:inline-block}.muted{color:#666;font-size:.9em}.warn{background:#fff3cd;color:#664d03;padding:.5em}
 figure{margin:1em 0}img{max-width:100%}
 """
 
@@ -178,6 +178,10 @@ def _section(store: pathlib.Path, title: Optional[str], labels: Dict[str, str],
         + (f"; the latest sweep is incomplete: {missing} of its runs are not stored" if missing else "")
         + ".</p>"
     )
+    damaged = damaged_runs(store)
+    if damaged:
+        parts.append(f'<p class="warn">{len(damaged)} damaged run(s) are not shown (run the sweep again to repair them): '
+                     + "; ".join(html.escape(d) for d in damaged) + ".</p>")
     # Summary table.
     pkeys = list(points[0][0]) if points[0][0] else []
     head = "".join(f"<th>{html.escape(k)}</th>" for k in pkeys) + "<th>seeds</th>"

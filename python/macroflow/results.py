@@ -21,8 +21,10 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import tempfile
+import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -116,13 +118,62 @@ def compute_run(
         "version": code_version(),
         "tables": sorted(tables),
         "rows": {name: t.num_rows for name, t in tables.items()},
+        "sha256": {name: hashlib.sha256(blob).hexdigest() for name, blob in blobs.items()},
     }
+    manifest["checksum"] = _manifest_checksum(manifest)
     return manifest, blobs
 
 
+#: What every manifest holds (besides its own checksum).
+MANIFEST_FIELDS = ("key", "scenario", "params", "seed", "priorities", "summary", "version", "tables", "rows", "sha256")
+
+
+def _manifest_checksum(manifest: Mapping[str, Any]) -> str:
+    """sha256 of the manifest's content without its own checksum: the summaries a report reads
+    from it cannot be edited unnoticed (issue 13)."""
+    body = {k: v for k, v in manifest.items() if k not in ("checksum", "path")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def damage(run_dir: Union[str, pathlib.Path]) -> Optional[str]:
+    """Why the run in `run_dir` cannot be trusted (a message naming the file), or None when it is
+    complete and intact: its manifest parses, has every field, matches its checksum and its
+    directory's name, and every table file is there with the bytes it was stored with."""
+    d = pathlib.Path(run_dir)
+    m = d / "manifest.json"
+    if not d.is_dir():
+        return f"{d}: not a directory"
+    try:
+        manifest = json.loads(m.read_text())
+    except OSError as e:
+        return f"{m}: cannot read: {e.strerror or e}"
+    except (ValueError, UnicodeDecodeError) as e:
+        return f"{m}: not JSON: {e}"
+    if not isinstance(manifest, dict):
+        return f"{m}: not a manifest (a JSON object), got {type(manifest).__name__}"
+    missing = [f for f in MANIFEST_FIELDS + ("checksum",) if f not in manifest]
+    if missing:
+        return f"{m}: missing {', '.join(missing)} (stored by an older version, or damaged)"
+    if manifest["checksum"] != _manifest_checksum(manifest):
+        return f"{m}: checksum does not match its content (edited or damaged)"
+    if manifest["key"] != d.name:
+        return f"{m}: key {manifest['key']!r} is not its directory's name {d.name!r}"
+    for name in manifest["tables"]:
+        f = d / f"{name}.parquet"
+        try:
+            digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        except OSError as e:
+            return f"{f}: cannot read: {e.strerror or e}"
+        if digest != manifest["sha256"].get(name):
+            return f"{f}: its bytes are not the ones stored (replaced or damaged)"
+    return None
+
+
 def is_stored(out: Union[str, pathlib.Path], key: str) -> bool:
-    """Whether the run `key` is complete in the store `out`."""
-    return (pathlib.Path(out) / key / "manifest.json").exists()
+    """Whether the run `key` is complete and intact in the store `out` (a damaged run is not, so
+    running it again repairs it)."""
+    d = pathlib.Path(out) / key
+    return (d / "manifest.json").exists() and damage(d) is None
 
 
 class StoreError(Exception):
@@ -146,6 +197,11 @@ def _store_run(out: pathlib.Path, manifest: Dict[str, Any], blobs: Mapping[str, 
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(20, "not a directory", str(out))
     out.mkdir(parents=True, exist_ok=True)
+    if final.exists() or final.is_symlink():
+        # A damaged copy of this run (a file in its place, a table replaced): moved aside, kept
+        # for inspection, and the run stored again.
+        aside = out / f".damaged-{manifest['key']}-{os.getpid()}-{time.time_ns()}"
+        os.replace(final, aside)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-", dir=out))
     try:
         for name, blob in blobs.items():
@@ -202,10 +258,12 @@ def run_to_store(
 def load_results(path: Union[str, pathlib.Path]) -> Dict[str, pa.Table]:
     """The tables of one stored run (a directory holding ``manifest.json``)."""
     p = pathlib.Path(path)
-    try:
-        manifest = json.loads((p / "manifest.json").read_text())
-    except OSError:
-        raise FileNotFoundError(f"{p}: not a stored run (no manifest.json)") from None
+    if not (p / "manifest.json").exists():
+        raise FileNotFoundError(f"{p}: not a stored run (no manifest.json)")
+    why = damage(p)
+    if why is not None:
+        raise StoreError(f"damaged run: {why}; run the scenario again to repair it")
+    manifest = json.loads((p / "manifest.json").read_text())
     return {name: pq.read_table(p / f"{name}.parquet") for name in manifest["tables"]}
 
 
@@ -217,13 +275,27 @@ def list_runs(store: Union[str, pathlib.Path]) -> List[Dict[str, Any]]:
         raise FileNotFoundError(f"{store}: no such results directory")
     runs = []
     for m in store.glob("*/manifest.json"):
-        if m.parent.name.startswith("."):
-            continue
+        if m.parent.name.startswith(".") or damage(m.parent) is not None:
+            continue  # damaged runs: see damaged_runs(); a sweep or run repairs them
         d = json.loads(m.read_text())
         d["path"] = str(m.parent)
         runs.append(d)
     runs.sort(key=lambda d: (json.dumps(d.get("params", {}), sort_keys=True), d.get("seed", 0), d["key"]))
     return runs
+
+
+def damaged_runs(store: Union[str, pathlib.Path]) -> List[str]:
+    """Why each run directory of the store that cannot be trusted is damaged (one message each):
+    reports show these instead of skipping them silently."""
+    store = pathlib.Path(store)
+    out = []
+    for d in sorted(store.iterdir()) if store.is_dir() else []:
+        if not re.fullmatch(r"[0-9a-f]{16}", d.name):
+            continue  # not a run: sweep.json, a report, a writer's .partial-* directory
+        why = damage(d)
+        if why is not None:
+            out.append(why)
+    return out
 
 
 def current_runs(store: Union[str, pathlib.Path]) -> Tuple[List[Dict[str, Any]], int, int]:
