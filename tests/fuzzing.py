@@ -117,11 +117,13 @@ def mutated_scenario(draw: Callable) -> dict:
         if op == "set":
             old = parent[key]
             numeric = isinstance(old, (int, float)) and not isinstance(old, bool)
-            parent[key] = draw(EXTREME_NUMBER) if numeric and draw(st.integers(0, 4)) else draw(HOSTILE)
+            # Copies: sampled_from hands out the same [] or {} each time, and a shared one could
+            # end up inside itself.
+            parent[key] = copy.deepcopy(draw(EXTREME_NUMBER) if numeric and draw(st.integers(0, 4)) else draw(HOSTILE))
         elif op == "delete":
             del parent[key]
         elif op == "add" and isinstance(parent, dict):
-            parent[draw(st.sampled_from(["extra", "kind", "inner", "queue", "priority", "pairs"]))] = draw(HOSTILE)
+            parent[draw(st.sampled_from(["extra", "kind", "inner", "queue", "priority", "pairs"]))] = copy.deepcopy(draw(HOSTILE))
         elif op == "nest":
             parent[key] = {"kind": "random_drop", "p": 0.1, "inner": parent[key]}
     return data

@@ -310,3 +310,70 @@ def test_a_damaged_run_is_named_not_trusted_and_repaired(two_runs, how: str, wor
     assert run_to_store(sc, store) == a
     assert damaged_runs(store) == [] and is_stored(store, a.name)
     assert load_results(a)["flows"].num_rows > 0
+
+
+# --- sweeps ----------------------------------------------------------------------------------
+
+SWEEP = BASE.format(p0="1.0") + '[[flows]]\ntype = "udp"\npair = 1\nkind = "cbr"\nrate_bps = 1e6\n'
+
+
+def test_a_failing_point_is_named_and_the_others_are_stored(tmp_path) -> None:
+    import macroflow
+    from macroflow.results import list_runs
+    from macroflow.sweeps import SweepError
+    f = tmp_path / "s.toml"
+    f.write_text(SWEEP)
+    # 1e13 bit/s passes the file's bound (1e15) but is more than a packet per nanosecond.
+    with pytest.raises(SweepError) as e:
+        macroflow.sweep(f, {"flows.2.rate_bps": [1e6, 1e13]}, seeds=1, out=tmp_path / "out", workers=2)
+    msg = str(e.value)
+    assert "1 of 2 runs failed" in msg and "flows.2.rate_bps=10000000000000.0, seed=1: SimulationError" in msg, msg
+    assert "Traceback" not in msg
+    assert [r["params"] for r in list_runs(tmp_path / "out")] == [{"flows.2.rate_bps": 1e6}]
+
+
+def test_a_second_sweep_into_the_same_store_is_refused(tmp_path) -> None:
+    import fcntl
+    import macroflow
+    from macroflow.sweeps import SweepError
+    f = tmp_path / "s.toml"
+    f.write_text(SWEEP)
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".sweep.lock", "a+") as held:  # as a running sweep holds it
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(SweepError, match="another sweep is writing this store"):
+            macroflow.sweep(f, seeds=1, out=out, workers=1)
+    assert len(macroflow.sweep(f, seeds=1, out=out, workers=1)) == 1
+
+
+def test_pool_workers_exit_when_the_driver_is_killed(tmp_path) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(SWEEP.replace("duration_s = 2.0", "duration_s = 3000.0"))
+    driver = subprocess.Popen([sys.executable, "-c",
+                               f"import macroflow; macroflow.sweep({str(f)!r}, seeds=4, out={str(tmp_path / 'out')!r}, workers=2)"])
+    workers: list = []
+    for _ in range(100):  # wait for the pool
+        time.sleep(0.2)
+        kids = subprocess.run(["pgrep", "-P", str(driver.pid)], capture_output=True, text=True).stdout.split()
+        workers = [int(k) for k in kids]
+        if len(workers) >= 2:
+            break
+    assert len(workers) >= 2, "no pool workers started"
+    time.sleep(1.0)
+    driver.kill()
+    driver.wait()
+    deadline = time.time() + 10
+    alive = workers
+    while alive and time.time() < deadline:
+        time.sleep(0.25)
+        alive = [w for w in workers if _alive(w)]
+    assert not alive, f"workers {alive} outlived the killed driver"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -16,17 +16,20 @@ Settings use dotted paths into the scenario file, list items by index::
 from __future__ import annotations
 
 import concurrent.futures as cf
+import fcntl
 import copy
 import itertools
 import multiprocessing
 import os
 import pathlib
 import socket
+import threading
+import time
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from macroflow.results import clean_partials, code_version, compute_run, is_stored, run_key, store_run, write_json_atomic
+from macroflow.results import StoreError, clean_partials, code_version, compute_run, is_stored, run_key, store_run, write_json_atomic
 from macroflow.scenario import Scenario, ScenarioError, validate
 
 __all__ = ["Job", "SweepError", "parse_setting", "set_path", "plan", "sweep", "SweepProgress"]
@@ -136,7 +139,31 @@ def _work(scenario: Dict[str, Any], params: Dict[str, Any], version: str) -> Tup
     if code_version() != version:
         raise SweepError(f"a worker runs code {code_version()}, the driver {version}: the package was rebuilt or "
                          "changed after the sweep started, or a Ray node has another build; restart with one build")
-    return compute_run(validate(scenario, "<worker>"), params)
+    try:
+        return compute_run(validate(scenario, "<worker>"), params)
+    except Exception as e:
+        # One line naming the point, picklable back to the driver (issue 13: chained tracebacks
+        # that did not say which run failed, and aborted the sweep).
+        raise JobError(f"{_point(params, scenario.get('seed'))}: {type(e).__name__}: {e}") from None
+
+
+class JobError(SweepError):
+    """One run of a sweep failed; the message names its parameter point and seed."""
+
+
+def _point(params: Mapping[str, Any], seed: Any) -> str:
+    return ", ".join([f"{k}={v}" for k, v in params.items()] + [f"seed={seed}"])
+
+
+def _watch_parent(parent: int) -> None:
+    """Pool-worker initializer: exit when the driver is gone (kill -9 leaves no one to stop the
+    pool; issue 13: workers and the resource tracker lived on indefinitely)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="macroflow-parent-watch").start()
 
 
 @dataclass
@@ -153,11 +180,15 @@ def _pool_engine(workers: int) -> Callable[[List[Job]], Iterable[Tuple[Dict[str,
     def run_all(todo: List[Job]) -> Iterable[Tuple[Dict[str, Any], Dict[str, bytes]]]:
         # "spawn": workers start clean (no copy of the driver's threads or locks).
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_watch_parent,
+                                    initargs=(os.getpid(),)) as ex:
             futs = [ex.submit(_work, j.scenario.model_dump(mode="json"), j.params, code_version()) for j in todo]
             try:
                 for f in cf.as_completed(futs):
-                    yield f.result()
+                    try:
+                        yield f.result()
+                    except JobError as e:
+                        yield e
             except BaseException:
                 for f in futs:
                     f.cancel()
@@ -202,7 +233,13 @@ def _ray_engine(address: str) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, 
             pending = [remote.remote(j.scenario.model_dump(mode="json"), j.params, code_version()) for j in todo]
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
-                yield ray.get(ready[0])
+                try:
+                    yield ray.get(ready[0])
+                except ray.exceptions.RayTaskError as e:
+                    cause = e.as_instanceof_cause()
+                    if not isinstance(cause, JobError):
+                        raise
+                    yield cause
         finally:
             if started_here:
                 ray.shutdown()
@@ -229,28 +266,56 @@ def sweep(
     unique: Dict[str, Job] = {}
     for j in jobs:
         unique.setdefault(j.key, j)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        if out.exists() and not out.is_dir():
+            raise NotADirectoryError(20, "not a directory", str(out))
+        out.mkdir(parents=True, exist_ok=True)
+        lock = open(out / ".sweep.lock", "a+")
+    except OSError as e:
+        raise StoreError(f"{e.filename or out}: cannot store results: {e.strerror or e}") from None
+    with lock:
+        try:
+            # One sweep at a time per store (issue 13: two overwrote each other's sweep.json).
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise SweepError(f"{out}: another sweep is writing this store; wait for it or use another --out") from None
+        return _sweep_locked(jobs, keys, unique, out, workers, ray, on_progress, meta)
+
+
+def _sweep_locked(jobs: Sequence[Job], keys: List[str], unique: Dict[str, Job], out: pathlib.Path,
+                  workers: Optional[int], ray: Optional[str], on_progress: Optional[Callable[[SweepProgress], None]],
+                  meta: Optional[Mapping[str, Any]]) -> List[pathlib.Path]:
     clean_partials(out)
-    write_json_atomic(
-        out / "sweep.json",
-        {
-            **dict(meta or {}),
-            "version": code_version(),
-            "runs": [{"key": j.key, "params": j.params, "seed": j.scenario.seed} for j in jobs],
-        },
-    )
+    try:
+        write_json_atomic(
+            out / "sweep.json",
+            {
+                **dict(meta or {}),
+                "version": code_version(),
+                "runs": [{"key": j.key, "params": j.params, "seed": j.scenario.seed} for j in jobs],
+            },
+        )
+    except OSError as e:
+        raise StoreError(f"{out / 'sweep.json'}: cannot write: {e.strerror or e}") from None
     todo = [j for k, j in unique.items() if not is_stored(out, k)]
     prog = SweepProgress(total=len(unique), already=len(unique) - len(todo))
     if on_progress:
         on_progress(prog)
+    failed: List[str] = []
     if todo:
         engine = _ray_engine(ray) if ray else _pool_engine(workers or os.cpu_count() or 1)
-        for manifest, blobs in engine(todo):
+        for result in engine(todo):
+            if isinstance(result, JobError):
+                failed.append(str(result))  # the others still run and are stored
+                continue
+            manifest, blobs = result
             store_run(out, manifest, blobs)
             prog.done += 1
             prog.keys.append(manifest["key"])
             if on_progress:
                 on_progress(prog)
+    if failed:
+        raise SweepError(f"{len(failed)} of {len(todo)} runs failed (the others are stored):\n  " + "\n  ".join(failed))
     return [out / k for k in keys]
 
 
