@@ -201,6 +201,10 @@ group = "g"
     (BASE.format(p0="1.0").replace("duration_s = 2.0", "duration_s = inf"), "finite"),
     (BASE.format(p0="inf"), "finite"),
     (BASE.format(p0="1e13"), "priority"),
+    # Found by the 10-minute fuzzer: integers past what the simulator's types hold (OverflowError).
+    (BASE.format(p0="1.0").replace('name = "h"', 'name = "h"\nseed = 18446744073709551616'), "seed"),
+    (BASE.format(p0="1.0").replace("pairs = 2", "pairs = 18446744073709551616"), "pairs"),
+    (BASE.format(p0="1.0").replace("pair = 1", "pair = 18446744073709551616"), "pair"),
     (BASE.format(p0="1.0").replace("duration_s = 2.0", "duration_s = 2.0\nsample_interval_s = 1e-300"), "samples"),
     (BASE.format(p0="1.0").replace('name = "h"', 'name = "../../../x"'), "name"),
     (BASE.format(p0="1.0").replace('name = "h"', 'name = "/abs"'), "name"),

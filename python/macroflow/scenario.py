@@ -64,11 +64,11 @@ class Dumbbell(_Strict):
     1-BDP queue). Flows give ``pair``; links to measure: ``bottleneck``, ``reverse``."""
 
     kind: Literal["dumbbell"] = "dumbbell"
-    pairs: int = Field(ge=1)
+    pairs: int = Field(ge=1, le=2047)  # the simulator's MAX_PAIRS
     bottleneck_rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
     bottleneck_delay_s: float = Field(default=0.048, ge=0)
     #: Drop-tail size of the bottleneck queue (83 packets when neither this nor ``queue`` is given).
-    queue_pkts: Optional[int] = Field(default=None, ge=1)
+    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**9)
     #: Any queue discipline for the bottleneck, e.g. {kind = "red", limit_pkts = 83}.
     queue: Optional[QueueSpec] = None
     access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
@@ -89,10 +89,10 @@ class ParkingLot(_Strict):
     names (H0 -> H{hops} crosses every hop); links to measure: ``hop0``, ``hop1``, ..."""
 
     kind: Literal["parking_lot"]
-    hops: int = Field(ge=1)
+    hops: int = Field(ge=1, le=2047)  # the simulator's MAX_HOPS
     rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
     delay_s: float = Field(default=0.01, ge=0)
-    queue_pkts: Optional[int] = Field(default=None, ge=1)
+    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**9)
     queue: Optional[QueueSpec] = None
     access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
     access_delay_s: float = Field(default=0.001, ge=0)
@@ -112,7 +112,7 @@ class GraphLink(_Strict):
     to: str = Field(min_length=1)
     rate_bps: float = Field(gt=0, le=MAX_RATE_BPS)
     delay_s: float = Field(ge=0)
-    queue_pkts: Optional[int] = Field(default=None, ge=1)
+    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**9)
     queue: Optional[QueueSpec] = None
     duplex: bool = True
 
@@ -181,7 +181,7 @@ class Group(_Strict):
 class _Endpoints(_Strict):
     """Where a flow runs: ``pair`` on a dumbbell, ``src``/``dst`` node names elsewhere."""
 
-    pair: Optional[int] = Field(default=None, ge=0)
+    pair: Optional[int] = Field(default=None, ge=0, le=2046)
     src: Optional[str] = None
     dst: Optional[str] = None
     start_s: float = Field(default=0.0, ge=0)
@@ -190,7 +190,7 @@ class _Endpoints(_Strict):
 class TcpFlow(_Endpoints):
     type: Literal["tcp"]
     #: Bytes to send (a flow that completes); bulk when absent.
-    size_bytes: Optional[int] = Field(default=None, ge=1)
+    size_bytes: Optional[int] = Field(default=None, ge=1, le=2**62)
     cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
     group: Optional[str] = None
     priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
@@ -205,7 +205,7 @@ class MediaFlow(_Endpoints):
     rate_bps: Optional[float] = Field(default=None, gt=0, le=MAX_RATE_BPS)
     #: (start, end) seconds in which the application sends nothing.
     pauses: List[Annotated[Tuple[float, float], Field(strict=False)]] = []
-    packet_bytes: int = Field(default=1200, ge=40)
+    packet_bytes: int = Field(default=1200, ge=40, le=65535)
     group: Optional[str] = None
     priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
 
@@ -257,7 +257,7 @@ Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow, WebFlow], Field(discriminato
 
 class PriorityChange(_Strict):
     at_s: float = Field(ge=0)
-    flow: int = Field(ge=0, description="index into flows (a coupled TCP flow)")
+    flow: int = Field(ge=0, le=2**31, description="index into flows (a coupled TCP flow)")
     priority: float = Field(gt=0, le=MAX_PRIORITY)
 
 
@@ -285,7 +285,7 @@ def _link_names(t: Union[Dumbbell, ParkingLot, Graph]) -> List[str]:
 class Scenario(_Strict):
     #: Also the default output folder of a sweep, so a safe slug (issue 13: "../../x" wrote outside).
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-    seed: int = Field(default=1, ge=0)
+    seed: int = Field(default=1, ge=0, le=2**64 - 1)
     duration_s: float = Field(gt=0)
     #: Period of the time series (per-flow cwnd, rates; queues of measured links); 0: none.
     sample_interval_s: float = Field(default=0.1, ge=0)
