@@ -28,7 +28,7 @@ def main() -> int:
         start, seed, examples = time.monotonic(), 0, 0
         while time.monotonic() - start < args.minutes * 60:
             seed += 1
-            code = f"import sys; sys.path.insert(0, 'tests'); import fuzzing; fuzzing.fuzz({kind!r}, {ROUND}, {seed})"
+            code = f"import sys; sys.path.insert(0, 'tests'); import fuzzing; fuzzing.limit_memory(); fuzzing.fuzz({kind!r}, {ROUND}, {seed})"
             p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
             if p.returncode != 0:
                 print(f"{kind}: FAILED in round {seed} (rc {p.returncode}) after {examples} examples\n"

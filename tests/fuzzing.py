@@ -174,13 +174,22 @@ def _methods(obj: Any) -> List[str]:
 ARG = st.one_of(HOSTILE, st.integers(0, 5), st.floats(0, 10), st.sampled_from(["a", "b", "newreno", "ccc", "passive", "cbr"]))
 
 
+#: Keyword names the bindings take (from their signatures), so every parameter can be reached,
+#: the 7th positional of add_media_flow (fps) as well as the first.
+KEYWORDS = ["fps", "initial_cwnd_pkts", "rate_bps", "load_bps", "queue", "queue_pkts", "queue_bytes", "pairs",
+            "hops", "start_s", "end_s", "size_bytes", "priority", "interval_s", "links", "trace_file", "source",
+            "controller", "kind", "cc", "mss", "pauses", "packet_bytes", "max_burst_pkts", "epsilon",
+            "max_iterations", "k", "alpha", "mmf", "demands", "tol", "now_ns", "timeout_s", "until_s"]
+
+
 @st.composite
 def api_calls(draw: Callable) -> Tuple[int, List[Tuple[str, list, dict]]]:
     target = draw(st.integers(0, len(_targets()) - 1))
     calls = []
     for _ in range(draw(st.integers(1, 8))):
         calls.append((draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=1)),
-                      draw(st.lists(ARG, max_size=5)), {}))
+                      draw(st.lists(ARG, max_size=8)),
+                      draw(st.dictionaries(st.sampled_from(KEYWORDS), ARG, max_size=3))))
     return target, calls
 
 
@@ -207,6 +216,13 @@ def _calls(name: str, obj: Any, methods: List[str], calls: List[Tuple[str, list,
             raise
         except BaseException as e:  # a PanicException derives from BaseException
             raise AssertionError(f"{name}.{m}{tuple(args)} raised {type(e).__module__}.{type(e).__name__}: {e}") from None
+
+
+def limit_memory(limit_bytes: int = 3 << 30) -> None:
+    """In the fuzzing child: an address-space limit, so an unbounded allocation fails there (and
+    is reported) instead of exhausting the machine."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
 
 def fuzz(kind: str, examples: int, seed: int) -> None:

@@ -205,7 +205,12 @@ group = "g"
     (BASE.format(p0="1.0").replace('name = "h"', 'name = "h"\nseed = 18446744073709551616'), "seed"),
     (BASE.format(p0="1.0").replace("pairs = 2", "pairs = 18446744073709551616"), "pairs"),
     (BASE.format(p0="1.0").replace("pair = 1", "pair = 18446744073709551616"), "pair"),
-    (BASE.format(p0="1.0").replace("duration_s = 2.0", "duration_s = 2.0\nsample_interval_s = 1e-300"), "samples"),
+    (BASE.format(p0="1.0").replace("duration_s = 2.0", "duration_s = 2.0\nsample_interval_s = 1e-300"), "at least 1e-6 s"),
+    (BASE.format(p0="1.0").replace("duration_s = 2.0", "duration_s = 1e300\nsample_interval_s = 0"), "duration_s"),
+    (BASE.format(p0="1.0").replace("pairs = 2", "pairs = 2\nqueue_pkts = 1000000000"), "queue_pkts"),
+    # The review: arrays nested over many lines, and long dotted keys (quadratic in tomllib).
+    (BASE.format(p0="1.0") + "x = " + "[\n" * 3000 + "]\n" * 3000, "nest deeper than 64"),
+    (BASE.format(p0="1.0") + "x." + "a." * 30000 + "b = 1\n", "nest deeper than 64"),
     (BASE.format(p0="1.0").replace('name = "h"', 'name = "../../../x"'), "name"),
     (BASE.format(p0="1.0").replace('name = "h"', 'name = "/abs"'), "name"),
     (BASE.format(p0="1.0") + '[[flows]]\ntype = "udp"\npair = 1\nkind = "cbr"\n', "cbr flow needs rate_bps"),
@@ -235,7 +240,7 @@ def test_a_tiny_valid_priority_runs_and_reports(tmp_path) -> None:
 
 @pytest.mark.parametrize("args, words", [
     (["--duration", "inf"], "finite"),
-    (["--duration", "1e300"], "samples"),
+    (["--duration", "1e300"], "duration_s"),
     (["--out", "FILE"], "not a directory"),
 ])
 def test_cli_refuses_with_one_line(tmp_path, args: list, words: str) -> None:
@@ -381,3 +386,65 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# --- found by the review of this issue's change -------------------------------------------------
+
+@pytest.mark.parametrize("code, words", [
+    # A link listed a thousand times, every microsecond, and sampling at 1 ns.
+    (DUMBBELL + "s.sample_every(1e-9, [d['bottleneck']])", ["sample_interval", "1 us"]),
+    ("s = Simulation(seed=1)\na, b = s.add_node('a'), s.add_node('b')\ns.add_link(a, b, 1e3, 0.01, queue_pkts=10**12)",
+     ["limit_pkts", "1e6"]),
+    (DUMBBELL + "for _ in range(4):\n    s.add_web_workload([(a, b)], load_bps=1e9, end_s=390)", ["MAX_WEB_FLOWS"]),
+    ("s = Simulation(seed=1)\na, h = s.add_node('a'), s.add_node('h')\nfor _ in range(20000):\n    s.add_link(a, h, 1e6, 0.001)",
+     ["MAX_LINKS"]),
+    (DUMBBELL + "s.add_media_flow(a, b, source='video', trace_file='/dev/zero')", ["trace_file", "regular file"]),
+])
+def test_review_reproducers_are_clear_errors(code: str, words: list) -> None:
+    expect_error(code, *words)
+
+
+def test_time_series_stop_at_their_bound_and_say_when() -> None:
+    p = run_child(DUMBBELL + textwrap.dedent("""
+        for i in range(1):
+            s.add_tcp_flow(a, b)
+        s.sample_every(1e-6, [d['bottleneck']] * 1000)
+        s.run(12.0)
+        r = s.results()
+        print("ROWS", len(r['flow_samples']['flow']) + len(r['queue_samples']['link']), r['sampling_stopped_at_s'])
+        """), timeout=300)
+    assert p.returncode == 0, p.stderr[-800:]
+    rows, at = p.stdout.split("ROWS")[1].split()
+    assert int(rows) <= 2_000_000 and at != "None" and 0 < float(at) < 12.0, p.stdout
+
+
+def test_a_web_workload_starting_after_the_run_is_still_valid(tmp_path) -> None:
+    """The review: with no end_s, a workload that starts after the run's end used to be valid
+    (no flows); the engine's end >= start check must not refuse it."""
+    from macroflow.scenario import parse, run
+    sc = parse(BASE.format(p0="1.0") + '[[flows]]\ntype = "web"\npair = 1\nload_bps = 1e6\nstart_s = 5.0\n')
+    run(sc)
+
+
+def test_runs_of_an_older_build_are_not_called_damaged(two_runs) -> None:
+    import json
+    import shutil
+    from macroflow.results import current_runs, damaged_runs, list_runs
+    sc, a, b = two_runs
+    old = a.parent / "0123456789abcdef"
+    shutil.copytree(a, old)
+    m = json.loads((old / "manifest.json").read_text())
+    for k in ("sha256", "checksum"):
+        del m[k]
+    m["key"], m["version"] = old.name, "0.0.1+older"
+    (old / "manifest.json").write_text(json.dumps(m))
+    assert damaged_runs(a.parent) == []
+    assert old.name in [r["key"] for r in list_runs(a.parent)]
+
+
+def test_a_deeply_nested_manifest_is_named_not_a_traceback(two_runs) -> None:
+    from macroflow.results import damaged_runs
+    sc, a, b = two_runs
+    (a / "manifest.json").write_text("[" * 100000)
+    d = damaged_runs(a.parent)
+    assert len(d) == 1 and "not JSON" in d[0], d

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from macroflow import demo
+from macroflow._native import SimulationError
 from macroflow.results import StoreError, load_results, run_to_store
 from macroflow.scenario import ScenarioError, load, with_duration
 from macroflow.console import console, sweep_progress
@@ -65,7 +66,7 @@ def run_cmd(
         task = prog.add_task(sc.name, total=sc.duration_s)
         try:
             path = run_to_store(sc, out, progress=lambda t: prog.update(task, completed=t))
-        except StoreError as e:
+        except (StoreError, SimulationError) as e:
             _fail(str(e))
         prog.update(task, completed=sc.duration_s)
     t = load_results(path)
@@ -116,7 +117,7 @@ def sweep_cmd(
 
     try:
         sweep(jobs, out, workers=workers, ray=ray, on_progress=on_progress, meta=meta)
-    except SweepError as e:
+    except (SweepError, StoreError) as e:
         _fail(str(e))
     finally:
         prog.stop()
@@ -157,7 +158,7 @@ def reproduce_cmd(
 
     try:
         path = reproduce(name, out, seeds=seeds, duration_s=duration, quick=quick, workers=workers, ray=ray, on_progress=on_progress)
-    except (ValueError, SweepError) as e:
+    except (ValueError, SweepError, StoreError) as e:
         _fail(str(e))
     finally:
         for prog, _ in bars.values():
@@ -180,7 +181,7 @@ def report_cmd(
 
     try:
         typer.echo(f"report: {write_report(dir, out)}")
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, StoreError) as e:
         _fail(str(e))
 
 

@@ -143,23 +143,20 @@ def damage(run_dir: Union[str, pathlib.Path]) -> Optional[str]:
     m = d / "manifest.json"
     if not d.is_dir():
         return f"{d}: not a directory"
-    try:
-        manifest = json.loads(m.read_text())
-    except OSError as e:
-        return f"{m}: cannot read: {e.strerror or e}"
-    except (ValueError, UnicodeDecodeError) as e:
-        return f"{m}: not JSON: {e}"
-    if not isinstance(manifest, dict):
-        return f"{m}: not a manifest (a JSON object), got {type(manifest).__name__}"
+    manifest, why = _read_manifest(m)
+    if why is not None:
+        return why
     missing = [f for f in MANIFEST_FIELDS + ("checksum",) if f not in manifest]
     if missing:
-        return f"{m}: missing {', '.join(missing)} (stored by an older version, or damaged)"
+        return f"{m}: missing {', '.join(missing)} (damaged)"
     if manifest["checksum"] != _manifest_checksum(manifest):
         return f"{m}: checksum does not match its content (edited or damaged)"
     if manifest["key"] != d.name:
         return f"{m}: key {manifest['key']!r} is not its directory's name {d.name!r}"
     for name in manifest["tables"]:
         f = d / f"{name}.parquet"
+        if not f.is_file() or f.is_symlink():
+            return f"{f}: cannot read: not a regular file"
         try:
             digest = hashlib.sha256(f.read_bytes()).hexdigest()
         except OSError as e:
@@ -167,6 +164,37 @@ def damage(run_dir: Union[str, pathlib.Path]) -> Optional[str]:
         if digest != manifest["sha256"].get(name):
             return f"{f}: its bytes are not the ones stored (replaced or damaged)"
     return None
+
+
+#: The largest manifest read (real ones are a few kB).
+MAX_MANIFEST_BYTES = 16 << 20
+
+
+def _read_manifest(m: pathlib.Path) -> Tuple[Dict[str, Any], Optional[str]]:
+    """A manifest as a dict, or why it cannot be read (not a regular file: a FIFO would hang the
+    read; too large; not JSON, nested too deep; not an object)."""
+    if not m.is_file() or m.is_symlink():
+        return {}, f"{m}: cannot read: not a regular file"
+    if m.stat().st_size > MAX_MANIFEST_BYTES:
+        return {}, f"{m}: larger than {MAX_MANIFEST_BYTES:,} bytes; not a manifest"
+    try:
+        manifest = json.loads(m.read_text())
+    except OSError as e:
+        return {}, f"{m}: cannot read: {e.strerror or e}"
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return {}, f"{m}: not JSON: {str(e)[:200] or type(e).__name__}"
+    if not isinstance(manifest, dict):
+        return {}, f"{m}: not a manifest (a JSON object), got {type(manifest).__name__}"
+    return manifest, None
+
+
+def _older_build(run_dir: pathlib.Path) -> bool:
+    """A run stored by an older build that did not record checksums: it cannot be verified, but
+    it is not damaged either; it is never a current run (its key holds the other code version),
+    so reports count it among the other stored runs (as they did before)."""
+    manifest, why = _read_manifest(run_dir / "manifest.json")
+    return (why is None and "checksum" not in manifest and "sha256" not in manifest
+            and manifest.get("version") != code_version() and manifest.get("key") == run_dir.name)
 
 
 def is_stored(out: Union[str, pathlib.Path], key: str) -> bool:
@@ -275,7 +303,7 @@ def list_runs(store: Union[str, pathlib.Path]) -> List[Dict[str, Any]]:
         raise FileNotFoundError(f"{store}: no such results directory")
     runs = []
     for m in store.glob("*/manifest.json"):
-        if m.parent.name.startswith(".") or damage(m.parent) is not None:
+        if m.parent.name.startswith(".") or (damage(m.parent) is not None and not _older_build(m.parent)):
             continue  # damaged runs: see damaged_runs(); a sweep or run repairs them
         d = json.loads(m.read_text())
         d["path"] = str(m.parent)
@@ -293,7 +321,7 @@ def damaged_runs(store: Union[str, pathlib.Path]) -> List[str]:
         if not re.fullmatch(r"[0-9a-f]{16}", d.name):
             continue  # not a run: sweep.json, a report, a writer's .partial-* directory
         why = damage(d)
-        if why is not None:
+        if why is not None and not _older_build(d):
             out.append(why)
     return out
 

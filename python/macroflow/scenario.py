@@ -34,6 +34,8 @@ class ScenarioError(ValueError):
 MAX_PRIORITY = 1e12
 #: The largest rate in bit/s a source may have.
 MAX_RATE_BPS = 1e15
+#: The longest time anywhere in a scenario (a duration, start, delay): about 31 years.
+MAX_TIME_S = 1e9
 #: The most time-series samples a run may take (duration / sample interval).
 MAX_SAMPLES = 1e7
 
@@ -66,9 +68,9 @@ class Dumbbell(_Strict):
     kind: Literal["dumbbell"] = "dumbbell"
     pairs: int = Field(ge=1, le=2047)  # the simulator's MAX_PAIRS
     bottleneck_rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
-    bottleneck_delay_s: float = Field(default=0.048, ge=0)
+    bottleneck_delay_s: float = Field(default=0.048, ge=0, le=MAX_TIME_S)
     #: Drop-tail size of the bottleneck queue (83 packets when neither this nor ``queue`` is given).
-    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**9)
+    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**6)  # the simulator's MAX_QUEUE_PKTS
     #: Any queue discipline for the bottleneck, e.g. {kind = "red", limit_pkts = 83}.
     queue: Optional[QueueSpec] = None
     access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
@@ -91,11 +93,11 @@ class ParkingLot(_Strict):
     kind: Literal["parking_lot"]
     hops: int = Field(ge=1, le=2047)  # the simulator's MAX_HOPS
     rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
-    delay_s: float = Field(default=0.01, ge=0)
-    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**9)
+    delay_s: float = Field(default=0.01, ge=0, le=MAX_TIME_S)
+    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**6)  # the simulator's MAX_QUEUE_PKTS
     queue: Optional[QueueSpec] = None
     access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
-    access_delay_s: float = Field(default=0.001, ge=0)
+    access_delay_s: float = Field(default=0.001, ge=0, le=MAX_TIME_S)
 
     @model_validator(mode="after")
     def _one_queue(self) -> "ParkingLot":
@@ -111,8 +113,8 @@ class GraphLink(_Strict):
     from_: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
     rate_bps: float = Field(gt=0, le=MAX_RATE_BPS)
-    delay_s: float = Field(ge=0)
-    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**9)
+    delay_s: float = Field(ge=0, le=MAX_TIME_S)
+    queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**6)  # the simulator's MAX_QUEUE_PKTS
     queue: Optional[QueueSpec] = None
     duplex: bool = True
 
@@ -156,8 +158,8 @@ class Group(_Strict):
     name: str = Field(min_length=1)
     kind: str
     #: FSE signalling delay, uniform in [min, max] (seed 003 Fig. 6.11); FSE groups only.
-    delay_min_s: float = Field(default=0.0, ge=0)
-    delay_max_s: float = Field(default=0.0, ge=0)
+    delay_min_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
+    delay_max_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
 
     @model_validator(mode="after")
     def _known_kind(self) -> "Group":
@@ -184,7 +186,7 @@ class _Endpoints(_Strict):
     pair: Optional[int] = Field(default=None, ge=0, le=2046)
     src: Optional[str] = None
     dst: Optional[str] = None
-    start_s: float = Field(default=0.0, ge=0)
+    start_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
 
 
 class TcpFlow(_Endpoints):
@@ -241,7 +243,7 @@ class WebFlow(_Endpoints):
     type: Literal["web"]
     load_bps: float = Field(gt=0, le=MAX_RATE_BPS)
     mean_size_bytes: float = Field(default=50e3, gt=0)
-    end_s: Optional[float] = Field(default=None, gt=0)
+    end_s: Optional[float] = Field(default=None, gt=0, le=MAX_TIME_S)
     pareto_shape: float = Field(default=1.2, gt=1)
     cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
 
@@ -256,7 +258,7 @@ Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow, WebFlow], Field(discriminato
 
 
 class PriorityChange(_Strict):
-    at_s: float = Field(ge=0)
+    at_s: float = Field(ge=0, le=MAX_TIME_S)
     flow: int = Field(ge=0, le=2**31, description="index into flows (a coupled TCP flow)")
     priority: float = Field(gt=0, le=MAX_PRIORITY)
 
@@ -286,12 +288,14 @@ class Scenario(_Strict):
     #: Also the default output folder of a sweep, so a safe slug (issue 13: "../../x" wrote outside).
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     seed: int = Field(default=1, ge=0, le=2**64 - 1)
-    duration_s: float = Field(gt=0)
+    duration_s: float = Field(gt=0, le=MAX_TIME_S)
     #: Period of the time series (per-flow cwnd, rates; queues of measured links); 0: none.
     sample_interval_s: float = Field(default=0.1, ge=0)
 
     @model_validator(mode="after")
     def _samples_bounded(self) -> "Scenario":
+        if 0 < self.sample_interval_s < 1e-6:
+            raise ValueError(f"sample_interval_s = {self.sample_interval_s}: at least 1e-6 s (or 0: no time series)")
         if self.sample_interval_s and self.duration_s / self.sample_interval_s > MAX_SAMPLES:
             raise ValueError(
                 f"sample_interval_s = {self.sample_interval_s} gives {self.duration_s / self.sample_interval_s:.3g} samples "
@@ -392,22 +396,52 @@ MAX_NESTING = 64
 def _check_shape(text: str, source: str) -> None:
     """Refuses text whose size or nesting would make parsing or validation take minutes or overflow
     the stack (issue 13: 30,000 nested ``[topology.queue.inner...]`` tables never finished
-    parsing; thousands crashed validation). Counted before parsing, on the raw lines: dots in a
-    table header and open brackets or braces in a value."""
+    parsing; thousands crashed validation; arrays nested over many lines overflowed tomllib's
+    recursion). Measured on the raw text before parsing, skipping strings and comments: the
+    nesting of brackets and braces across lines, and the parts of every dotted key (a table
+    header's or a key's before ``=``)."""
     if len(text) > MAX_SCENARIO_BYTES:
         raise ScenarioError(f"{source}: {len(text):,} characters; a scenario is at most {MAX_SCENARIO_BYTES:,}")
-    for n, line in enumerate(text.splitlines(), 1):
-        stripped = line.lstrip()
-        depth = stripped.split("]", 1)[0].count(".") + 1 if stripped.startswith("[") else 0
-        opened = 0
-        for ch in line:
-            if ch in "[{":
-                opened += 1
-                depth = max(depth, opened)
-            elif ch in "]}":
-                opened -= 1
-        if depth > MAX_NESTING:
-            raise ScenarioError(f"{source}:{n}: tables or values nest deeper than {MAX_NESTING} levels")
+    depth = deepest = 0
+    line, dots, in_key, quote, i, n = 1, 0, True, "", 0, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 2
+                continue
+            if text.startswith(quote, i):
+                i += len(quote)
+                quote = ""
+                continue
+            if ch == "\n":
+                line += 1
+            i += 1
+            continue
+        if text.startswith(('"""', "'''"), i):
+            quote = text[i:i + 3]
+            i += 3
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            nl = text.find("\n", i)
+            i = n if nl < 0 else nl
+            continue
+        elif ch == "\n":
+            line, dots, in_key = line + 1, 0, depth == 0
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "=":
+            in_key = False
+        elif ch == "." and (in_key or depth > 0 and text[i - 1:i] not in "0123456789"):
+            dots += 1
+        if max(deepest, dots + 1) > MAX_NESTING:
+            raise ScenarioError(f"{source}:{line}: tables, keys or values nest deeper than {MAX_NESTING} levels")
+        i += 1
 
 
 def _depth(data: Any) -> int:
@@ -518,8 +552,10 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dic
             ids[i] = s.add_udp_flow(src, dst, kind=f.kind, rate_bps=f.rate_bps, load_bps=f.load_bps, start_s=f.start_s, dscp=f.dscp)
     for f in sc.flows:
         if isinstance(f, WebFlow):
+            # Until the run's end by default; a workload starting after it then has no flows.
+            end_s = f.end_s if f.end_s is not None else max(f.start_s, sc.duration_s)
             s.add_web_workload([ends(f)], f.load_bps, mean_size_bytes=f.mean_size_bytes, start_s=f.start_s,
-                               end_s=f.end_s if f.end_s is not None else sc.duration_s, pareto_shape=f.pareto_shape, cc=f.cc)
+                               end_s=end_s, pareto_shape=f.pareto_shape, cc=f.cc)
     group_ids = {
         g.name: (s.add_fse_group(g.kind) if g.is_fse else s.add_coupling_group(g.kind)) for g in sc.groups if g.couples
     }

@@ -28,6 +28,8 @@ def tables(results: Dict[str, Any]) -> Dict[str, pa.Table]:
     meta = {
         "duration_s": str(results["duration_s"]),
         "events": str(results["events"]),
+        # When the time series stopped at the simulator's row bound ("" when they did not).
+        "sampling_stopped_at_s": "" if results.get("sampling_stopped_at_s") is None else str(results["sampling_stopped_at_s"]),
         **{f"packets_{k}": str(v) for k, v in results["packets"].items()},
     }
     return {name: pa.table(results[name]).replace_schema_metadata(meta) for name in TABLES}

@@ -189,6 +189,9 @@ def _pool_engine(workers: int) -> Callable[[List[Job]], Iterable[Tuple[Dict[str,
                         yield f.result()
                     except JobError as e:
                         yield e
+                    except cf.process.BrokenProcessPool:
+                        raise SweepError(f"a worker process died (out of memory, or killed) with {sum(not g.done() for g in futs)} "
+                                         "runs unfinished; the runs stored so far are kept, run the sweep again to resume") from None
             except BaseException:
                 for f in futs:
                     f.cancel()
@@ -236,10 +239,9 @@ def _ray_engine(address: str) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, 
                 try:
                     yield ray.get(ready[0])
                 except ray.exceptions.RayTaskError as e:
-                    cause = e.as_instanceof_cause()
-                    if not isinstance(cause, JobError):
+                    if not isinstance(e.cause, JobError):
                         raise
-                    yield cause
+                    yield e.cause  # the plain one-line error, not Ray's coloured traceback
         finally:
             if started_here:
                 ray.shutdown()

@@ -347,6 +347,9 @@ pub struct PySimulation {
     state: Mutex<State>,
 }
 
+/// The largest video trace file read (a frame size per line: millions of frames).
+const MAX_TRACE_FILE_BYTES: u64 = 64 << 20;
+
 /// Events run between two checks for Ctrl-C (a few milliseconds of work).
 const EVENTS_PER_CHUNK: u64 = 1 << 20;
 
@@ -710,6 +713,17 @@ impl PySimulation {
                 ))
             }
             ("video", _, Some(path)) => {
+                // A regular file of bounded size: /dev/zero read until memory ran out, a FIFO
+                // blocked with the GIL held (issue 13).
+                let meta = std::fs::metadata(&path).map_err(|e| {
+                    SimulationError::new_err(format!("trace_file {}: {e}", path.display()))
+                })?;
+                if !meta.is_file() || meta.len() > MAX_TRACE_FILE_BYTES {
+                    return Err(SimulationError::new_err(format!(
+                        "trace_file {}: not a regular file of at most {MAX_TRACE_FILE_BYTES} bytes",
+                        path.display()
+                    )));
+                }
                 let text = std::fs::read_to_string(&path).map_err(|e| {
                     SimulationError::new_err(format!("trace_file {}: {e}", path.display()))
                 })?;
@@ -831,7 +845,11 @@ impl PySimulation {
         self.with_sim(|_| Ok(()))?;
         loop {
             let done = py.detach(|| -> PyResult<bool> {
-                let mut st = self.lock()?;
+                // Blocking is safe here (the GIL is released): a thread that polled between two
+                // chunks must not make this run fail.
+                let mut st = self.state.lock().map_err(|_| {
+                    SimulationError::new_err("the simulation is unusable after an internal error (a panic in the engine)")
+                })?;
                 Ok(match &mut *st {
                     State::Running(sim) => sim.run_some(end, EVENTS_PER_CHUNK),
                     _ => true,
@@ -1185,6 +1203,7 @@ impl PySimulation {
         pk.set_item("in_flight", r.packets.in_flight)?;
         out.set_item("packets", pk)?;
         out.set_item("events", r.events)?;
+        out.set_item("sampling_stopped_at_s", r.sampling_stopped_at_s)?;
         out.set_item("duration_s", r.duration_s)?;
         Ok(out)
     }

@@ -229,6 +229,13 @@ pub struct PacketCounts {
     pub in_flight: u64,
 }
 
+/// The shortest sampling interval (the time series of a run are for looking at).
+pub const MIN_SAMPLE_INTERVAL: Duration = Duration::from_micros(1);
+/// The most time-series rows a run keeps (flows, media and queues together: about 60 bytes each here,
+/// and a few hundred as the Python lists `results()` returns);
+/// sampling stops there and `Results::sampling_stopped_at_s` says when.
+pub const MAX_SAMPLE_ROWS: usize = 2_000_000;
+
 #[derive(Debug)]
 pub struct Sim {
     pub net: Network,
@@ -246,6 +253,8 @@ pub struct Sim {
     sample_interval: Option<Duration>,
     monitored_links: Vec<LinkId>,
     flow_samples: Vec<FlowSample>,
+    /// When the time series stopped at MAX_SAMPLE_ROWS rows, if they did.
+    sampling_stopped_at: Option<Instant>,
     /// The flows the sampler still visits (started, not finished an interval ago), in id order:
     /// with web traffic most flows are finished, and visiting them all every interval made the
     /// run's time grow with the square of its duration (issue 13).
@@ -307,6 +316,7 @@ impl Sim {
             monitored_links: Vec::new(),
             flow_samples: Vec::new(),
             sampled_flows: Vec::new(),
+            sampling_stopped_at: None,
             queue_samples: Vec::new(),
             priority_changes: Vec::new(),
             captures: Vec::new(),
@@ -337,11 +347,11 @@ impl Sim {
 
     /// Records every flow's window and every monitored link's queue each `interval`.
     pub fn sample_every(&mut self, interval: Duration, links: &[LinkId]) -> Result<(), SimError> {
-        if interval == Duration::ZERO {
+        if interval < MIN_SAMPLE_INTERVAL {
             return Err(SimError::invalid(
                 "sample_interval",
-                "0 s",
-                "an interval > 0",
+                format!("{} s", interval.as_secs_f64()),
+                "an interval of at least 1 us (MIN_SAMPLE_INTERVAL)",
             ));
         }
         for (i, l) in links.iter().enumerate() {
@@ -357,7 +367,10 @@ impl Sim {
             self.schedule(self.now, Event::Sample);
         }
         self.sample_interval = Some(interval);
+        // Each link once: a link listed a thousand times was sampled a thousand times (issue 13).
         self.monitored_links = links.to_vec();
+        self.monitored_links.sort_unstable();
+        self.monitored_links.dedup();
         Ok(())
     }
 
@@ -524,14 +537,15 @@ impl Sim {
                 "an end at or after start_s (a web workload that ends before it starts sends nothing)",
             ));
         }
-        // Every flow is drawn up front: bound their number before allocating (issue 13).
+        // Every flow is drawn up front: bound their number, over all the simulation's flows,
+        // before allocating (issue 13; about 1 kB each).
         let expected = workload.load_bps * end.saturating_since(start).as_secs_f64()
             / (8.0 * workload.mean_size_bytes);
-        if expected > crate::traffic::MAX_WEB_FLOWS as f64 {
+        if expected + self.flows.len() as f64 > crate::traffic::MAX_WEB_FLOWS as f64 {
             return Err(SimError::invalid(
                 "web.load_bps",
                 workload.load_bps,
-                "a load and duration that make at most 1e6 flows (MAX_WEB_FLOWS)",
+                "a load and duration that keep the simulation at most 1e6 flows (MAX_WEB_FLOWS)",
             ));
         }
         if pairs.len() != workload.pairs {
@@ -1409,6 +1423,13 @@ impl Sim {
         let Some(interval) = self.sample_interval else {
             return;
         };
+        let rows = self.flow_samples.len() + self.media_samples.len() + self.queue_samples.len();
+        if rows >= MAX_SAMPLE_ROWS {
+            // The time series stop here (results say when): many flows sampled every microsecond
+            // filled memory within one chunk of events (issue 13). Counted, not silent.
+            self.sampling_stopped_at.get_or_insert(self.now);
+            return;
+        }
         let t = self.now;
         // A finished flow gets one sample after it ends, then leaves the list: with web traffic
         // the finished flows outnumber the live ones, and re-sampling them made memory grow with
@@ -1608,6 +1629,7 @@ impl Sim {
             packet_events: self.trace.clone().unwrap_or_default(),
             packets: self.packet_counts(),
             events: self.events_run,
+            sampling_stopped_at_s: self.sampling_stopped_at.map(|t| t.as_secs_f64()),
         }
     }
 }

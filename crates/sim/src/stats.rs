@@ -245,6 +245,8 @@ pub struct Results {
     pub packet_events: Vec<PacketEvent>,
     pub packets: PacketCounts,
     pub events: u64,
+    /// When the time series stopped at `engine::MAX_SAMPLE_ROWS` rows (None: they did not).
+    pub sampling_stopped_at_s: Option<f64>,
 }
 
 /// Jain's fairness index of `xs`: (sum x)^2 / (n * sum x^2); 1 is perfectly fair, 1/n maximally

@@ -95,6 +95,10 @@ pub struct Node {
 /// with the square of the nodes (about 1 GB at this bound, measured with a dumbbell of 2047 pairs);
 /// the bound turns a typo like `pairs=10**8` into an error before anything is allocated (issue 13).
 pub const MAX_NODES: usize = 4096;
+/// The most links a network may have: route tables keep every equal-cost next hop, so their
+/// memory grows with links x nodes (200,000 parallel links between two nodes exhausted memory in
+/// `compute_routes`, issue 13); 16,384 x 4,096 entries are about 270 MB.
+pub const MAX_LINKS: usize = 16_384;
 
 #[derive(Debug, Default)]
 pub struct Network {
@@ -165,6 +169,13 @@ impl Network {
     ) -> Result<LinkId, SimError> {
         let i = self.links.len();
         let name = format!("link[{i}]");
+        if i >= MAX_LINKS {
+            return Err(SimError::invalid(
+                "link",
+                i + 1,
+                "at most 16384 links (MAX_LINKS: routes keep every equal-cost link, so their memory grows with links x nodes)",
+            ));
+        }
         self.check_node(&format!("{name}.from"), from)?;
         self.check_node(&format!("{name}.to"), to)?;
         if from == to {

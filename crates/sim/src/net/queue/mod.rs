@@ -65,6 +65,9 @@ pub trait Queue: std::fmt::Debug + Send {
     }
 }
 
+/// The longest queue, in packets (about 150 MB of queued packets).
+pub const MAX_QUEUE_PKTS: usize = 1_000_000;
+
 /// A queue's capacity.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Limit {
@@ -91,6 +94,18 @@ impl Limit {
                 format!("{name}.limit_bytes"),
                 0,
                 "a queue of at least 1 byte",
+            )),
+            // A queue that never drops could hold more packets than memory (issue 13: 1e9
+            // packets at a 1 kbit/s link filled memory at 1 GB/s).
+            Limit::Packets(n) if n > MAX_QUEUE_PKTS => Err(SimError::invalid(
+                format!("{name}.limit_pkts"),
+                n,
+                "at most 1e6 packets (MAX_QUEUE_PKTS)",
+            )),
+            Limit::Bytes(b) if b > MAX_QUEUE_PKTS as u64 * 1500 => Err(SimError::invalid(
+                format!("{name}.limit_bytes"),
+                b,
+                "at most 1.5e9 bytes (MAX_QUEUE_PKTS of 1500 bytes)",
             )),
             _ => Ok(()),
         }
