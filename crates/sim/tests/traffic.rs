@@ -71,8 +71,8 @@ fn self_similar_cross_traffic_takes_its_load_and_tcp_the_rest() {
     assert_eq!(c.created, c.delivered + c.dropped + c.in_flight);
 }
 
-#[test]
-fn web_workload_flows_complete_with_heavy_tailed_fcts() {
+/// Two pairs of the dumbbell with web traffic of 5 Mbit/s (50 kB mean) for 200 s; the flows' ids.
+fn web_for_200_s() -> (Sim, sim::net::topology::Dumbbell, Vec<u32>) {
     let (mut sim, d) = setup(2);
     let web = WebWorkload {
         load_bps: 5e6,
@@ -88,6 +88,12 @@ fn web_workload_flows_complete_with_heavy_tailed_fcts() {
     let ids = sim
         .add_web_workload(&web, &pairs, Instant::ZERO, Instant::from_secs(200), tcp)
         .unwrap();
+    (sim, d, ids)
+}
+
+#[test]
+fn web_workload_flows_complete_with_heavy_tailed_fcts() {
+    let (mut sim, d, ids) = web_for_200_s();
     assert!(
         ids.len() > 1500 && ids.len() < 3500,
         "{} flows at 12.5 flows/s",
@@ -122,11 +128,15 @@ fn web_workload_flows_complete_with_heavy_tailed_fcts() {
     );
     let bad = WebWorkload {
         load_bps: -1.0,
-        ..web
+        pairs: 2,
+        ..WebWorkload::default()
     };
     let e = sim.add_web_workload(
         &bad,
-        &pairs,
+        &[
+            (d.senders[0], d.receivers[0]),
+            (d.senders[1], d.receivers[1]),
+        ],
         Instant::ZERO,
         Instant::from_secs(1),
         TcpFlowConfig::bulk(d.senders[0], d.receivers[0]),
@@ -140,21 +150,7 @@ fn web_workload_flows_complete_with_heavy_tailed_fcts() {
 /// bounded by each flow's own lifetime in intervals.
 #[test]
 fn finished_flows_are_not_sampled_again() {
-    let (mut sim, d) = setup(2);
-    let web = WebWorkload {
-        load_bps: 5e6,
-        mean_size_bytes: 50e3,
-        pairs: 2,
-        ..WebWorkload::default()
-    };
-    let pairs = [
-        (d.senders[0], d.receivers[0]),
-        (d.senders[1], d.receivers[1]),
-    ];
-    let tcp = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
-    let ids = sim
-        .add_web_workload(&web, &pairs, Instant::ZERO, Instant::from_secs(200), tcp)
-        .unwrap();
+    let (mut sim, _, ids) = web_for_200_s();
     let interval = 0.1;
     sim.sample_every(coupling::Duration::from_millis(100), &[])
         .unwrap();
