@@ -448,3 +448,12 @@ def test_a_deeply_nested_manifest_is_named_not_a_traceback(two_runs) -> None:
     (a / "manifest.json").write_text("[" * 100000)
     d = damaged_runs(a.parent)
     assert len(d) == 1 and "not JSON" in d[0], d
+
+
+def test_a_whole_number_in_exponent_form_sets_an_int_field(tmp_path) -> None:
+    """Strict types refuse a float for an int field; `--set flows.0.size_bytes=1e6` means an int."""
+    from macroflow.sweeps import plan_file
+    f = tmp_path / "s.toml"
+    f.write_text(SWEEP)
+    _, jobs, _ = plan_file(f, ["flows.0.size_bytes=1e6,2e6"], 1)
+    assert [j.scenario.flows[0].size_bytes for j in jobs] == [1_000_000, 2_000_000]

@@ -52,11 +52,16 @@ class Job:
 
 
 def _scalar(text: str) -> Any:
-    """A value as TOML reads it (42, 0.5, 1e6, true, "x"), or the bare text (ccc, none)."""
+    """A value as TOML reads it (42, 0.5, 1e6, true, "x"), or the bare text (ccc, none). A whole
+    number in exponent form (1e6) is an int: the strict scenario models take ints for float
+    fields but not floats for int ones (``--set flows.0.size_bytes=1e6``)."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        v = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    if isinstance(v, float) and "." not in text and v.is_integer() and abs(v) < 2**53:
+        return int(v)
+    return v
 
 
 def parse_setting(text: str) -> Tuple[str, List[Any]]:
