@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import subprocess
 import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+import fuzzing  # noqa: E402  (the fuzzers themselves, shared with tests/test_fuzz.py)
+
 ROUND = 200
 
 
@@ -28,8 +30,7 @@ def main() -> int:
         start, seed, examples = time.monotonic(), 0, 0
         while time.monotonic() - start < args.minutes * 60:
             seed += 1
-            code = f"import sys; sys.path.insert(0, 'tests'); import fuzzing; fuzzing.limit_memory(); fuzzing.fuzz({kind!r}, {ROUND}, {seed})"
-            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+            p = fuzzing.run_in_child(kind, ROUND, seed)
             if p.returncode != 0:
                 print(f"{kind}: FAILED in round {seed} (rc {p.returncode}) after {examples} examples\n"
                       f"{p.stdout[-4000:]}\n{p.stderr[-4000:]}")

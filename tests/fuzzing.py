@@ -24,10 +24,13 @@ import contextlib
 import copy
 import faulthandler
 import math
-import signal
 import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
 import tomllib
-from typing import Any, Callable, Iterator, List, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -216,6 +219,17 @@ def _calls(name: str, obj: Any, methods: List[str], calls: List[Tuple[str, list,
             raise
         except BaseException as e:  # a PanicException derives from BaseException
             raise AssertionError(f"{name}.{m}{tuple(args)} raised {type(e).__module__}.{type(e).__name__}: {e}") from None
+
+
+def run_in_child(kind: str, examples: int, seed: int, timeout: Optional[float] = None) -> "subprocess.CompletedProcess[str]":
+    """One round of `fuzz` in a child process, under the memory limit, in a scratch directory:
+    the API fuzzer calls `capture(link, path)` with whatever path it drew, and those files must
+    not land in the repository."""
+    tests = str(pathlib.Path(__file__).resolve().parent)
+    code = (f"import sys; sys.path.insert(0, {tests!r}); import fuzzing; fuzzing.limit_memory(); "
+            f"fuzzing.fuzz({kind!r}, {examples}, {seed})")
+    with tempfile.TemporaryDirectory(prefix="macroflow-fuzz-") as scratch:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=scratch)
 
 
 def limit_memory(limit_bytes: int = 3 << 30) -> None:
