@@ -139,31 +139,36 @@ def damage(run_dir: Union[str, pathlib.Path]) -> Optional[str]:
     """Why the run in `run_dir` cannot be trusted (a message naming the file), or None when it is
     complete and intact: its manifest parses, has every field, matches its checksum and its
     directory's name, and every table file is there with the bytes it was stored with."""
-    d = pathlib.Path(run_dir)
+    return _check_run(pathlib.Path(run_dir))[1]
+
+
+def _check_run(d: pathlib.Path) -> Tuple[Dict[str, Any], Optional[str]]:
+    """The run's manifest as read (empty when unreadable) and why the run cannot be trusted (None
+    when intact): one read of the manifest and of each table for every caller."""
     m = d / "manifest.json"
     if not d.is_dir():
-        return f"{d}: not a directory"
+        return {}, f"{d}: not a directory"
     manifest, why = _read_manifest(m)
     if why is not None:
-        return why
+        return manifest, why
     missing = [f for f in MANIFEST_FIELDS + ("checksum",) if f not in manifest]
     if missing:
-        return f"{m}: missing {', '.join(missing)} (damaged)"
+        return manifest, f"{m}: missing {', '.join(missing)} (damaged)"
     if manifest["checksum"] != _manifest_checksum(manifest):
-        return f"{m}: checksum does not match its content (edited or damaged)"
+        return manifest, f"{m}: checksum does not match its content (edited or damaged)"
     if manifest["key"] != d.name:
-        return f"{m}: key {manifest['key']!r} is not its directory's name {d.name!r}"
+        return manifest, f"{m}: key {manifest['key']!r} is not its directory's name {d.name!r}"
     for name in manifest["tables"]:
         f = d / f"{name}.parquet"
         if not f.is_file() or f.is_symlink():
-            return f"{f}: cannot read: not a regular file"
+            return manifest, f"{f}: cannot read: not a regular file"
         try:
             digest = hashlib.sha256(f.read_bytes()).hexdigest()
         except OSError as e:
-            return f"{f}: cannot read: {e.strerror or e}"
+            return manifest, f"{f}: cannot read: {e.strerror or e}"
         if digest != manifest["sha256"].get(name):
-            return f"{f}: its bytes are not the ones stored (replaced or damaged)"
-    return None
+            return manifest, f"{f}: its bytes are not the ones stored (replaced or damaged)"
+    return manifest, None
 
 
 #: The largest manifest read (real ones are a few kB).
@@ -188,13 +193,13 @@ def _read_manifest(m: pathlib.Path) -> Tuple[Dict[str, Any], Optional[str]]:
     return manifest, None
 
 
-def _older_build(run_dir: pathlib.Path) -> bool:
-    """A run stored by an older build that did not record checksums: it cannot be verified, but
-    it is not damaged either; it is never a current run (its key holds the other code version),
-    so reports count it among the other stored runs (as they did before)."""
-    manifest, why = _read_manifest(run_dir / "manifest.json")
-    return (why is None and "checksum" not in manifest and "sha256" not in manifest
-            and manifest.get("version") != code_version() and manifest.get("key") == run_dir.name)
+def _older_build(run_dir: pathlib.Path, manifest: Dict[str, Any]) -> bool:
+    """Whether `manifest` (read from `run_dir`) is a run stored by an older build that did not
+    record checksums: it cannot be verified, but it is not damaged either; it is never a current
+    run (its key holds the other code version), so reports count it among the other stored runs
+    (as they did before)."""
+    return ("checksum" not in manifest and "sha256" not in manifest and "key" in manifest
+            and manifest.get("version") != code_version() and manifest["key"] == run_dir.name)
 
 
 def is_stored(out: Union[str, pathlib.Path], key: str) -> bool:
@@ -288,10 +293,9 @@ def load_results(path: Union[str, pathlib.Path]) -> Dict[str, pa.Table]:
     p = pathlib.Path(path)
     if not (p / "manifest.json").exists():
         raise FileNotFoundError(f"{p}: not a stored run (no manifest.json)")
-    why = damage(p)
+    manifest, why = _check_run(p)
     if why is not None:
         raise StoreError(f"damaged run: {why}; run the scenario again to repair it")
-    manifest = json.loads((p / "manifest.json").read_text())
     return {name: pq.read_table(p / f"{name}.parquet") for name in manifest["tables"]}
 
 
@@ -303,10 +307,12 @@ def list_runs(store: Union[str, pathlib.Path]) -> List[Dict[str, Any]]:
         raise FileNotFoundError(f"{store}: no such results directory")
     runs = []
     for m in store.glob("*/manifest.json"):
-        if m.parent.name.startswith(".") or (damage(m.parent) is not None and not _older_build(m.parent)):
+        if m.parent.name.startswith("."):
+            continue
+        d, why = _check_run(m.parent)
+        if why is not None and not _older_build(m.parent, d):
             continue  # damaged runs: see damaged_runs(); a sweep or run repairs them
-        d = json.loads(m.read_text())
-        d["path"] = str(m.parent)
+        d = dict(d, path=str(m.parent))
         runs.append(d)
     runs.sort(key=lambda d: (json.dumps(d.get("params", {}), sort_keys=True), d.get("seed", 0), d["key"]))
     return runs
@@ -320,8 +326,8 @@ def damaged_runs(store: Union[str, pathlib.Path]) -> List[str]:
     for d in sorted(store.iterdir()) if store.is_dir() else []:
         if not re.fullmatch(r"[0-9a-f]{16}", d.name):
             continue  # not a run: sweep.json, a report, a writer's .partial-* directory
-        why = damage(d)
-        if why is not None and not _older_build(d):
+        manifest, why = _check_run(d)
+        if why is not None and not _older_build(d, manifest):
             out.append(why)
     return out
 
