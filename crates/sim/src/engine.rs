@@ -14,13 +14,15 @@ use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
 use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
 use crate::rng::{seeded, SimRng};
 use crate::stats::{
-    FlowSample, FlowSummary, LinkSummary, MediaSample, MediaSummary, PacketEvent, PacketEventKind,
-    QueueSample, Results, UdpSummary,
+    BurstStats, FlowSample, FlowSummary, LinkSummary, MediaSample, MediaSummary, PacketEvent,
+    PacketEventKind, QueueSample, Results, UdpSummary,
 };
 use crate::traffic::{PacketSource, Source, SourceConfig, WebWorkload};
 use crate::transport::cc::CcKind;
 use crate::transport::rate::{Feedback, RateReceiver, RateSender, SendInfo};
-use crate::transport::tcp::{Endpoints, Outbox, TcpConfig, TcpReceiver, TcpSender};
+use crate::transport::tcp::{
+    Endpoints, Outbox, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender,
+};
 use coupling::fse::{Algorithm, FseGroup, FseUpdate};
 use coupling::tcp::{CouplerKind, Release, TcpCoupler, TcpUpdate};
 use coupling::{Duration, FlowId, Instant};
@@ -79,19 +81,76 @@ impl TcpFlowConfig {
     }
 }
 
+/// A TCP flow as the engine keeps it. Its connection (sender, receiver, timers) exists only from
+/// the flow's start until it has finished and none of its packets is left in the network; then a
+/// summary replaces it (issue 13: a web workload drew about 1.2 kB per flow up front and kept it
+/// to the end, 62 MB for an hour at 5 Mbit/s).
 #[derive(Debug)]
 struct Flow {
-    cfg: TcpFlowConfig,
-    snd: TcpSender,
-    rcv: TcpReceiver,
-    started: bool,
+    src: NodeId,
+    dst: NodeId,
+    start: Instant,
+    size_bytes: Option<u64>,
+    cc: CcKind,
+    dscp: u8,
+    hash: u32,
+    /// Index into `Sim::tcp_configs`: the flows of a web workload share one.
+    tcp: u32,
     /// (group, priority) if the flow is coupled.
     coupling: Option<(usize, f64)>,
+    /// This flow's packets (data and ACKs) in the network: the connection is kept until none is.
+    in_network: u32,
+    state: FlowState,
+}
+
+#[derive(Debug)]
+enum FlowState {
+    /// Not started yet.
+    Pending,
+    Live(Box<Conn>),
+    /// Finished and freed. Held inline: a boxed summary per flow, allocated among the
+    /// connections being freed, fragmented the heap (RSS grew twice the summaries' size).
+    Done(DoneFlow),
+}
+
+/// A started TCP flow's endpoints and the engine's state for it.
+#[derive(Debug)]
+struct Conn {
+    snd: TcpSender,
+    rcv: TcpReceiver,
     /// The (cwnd, ssthresh, state) last reported to the coupler or applied from it.
     reported: Option<(f64, f64, coupling::tcp::TcpState)>,
     left_group: bool,
     rto_event: Option<Instant>,
     delack_event: Option<Instant>,
+}
+
+/// What the results need of a finished flow whose connection was freed.
+#[derive(Debug)]
+struct DoneFlow {
+    finished_at: Instant,
+    delivered_bytes: u64,
+    cc: &'static str,
+    snd: SenderStats,
+    rcv: ReceiverStats,
+    bursts: BurstStats,
+}
+
+impl Flow {
+    /// The live connection of a flow the caller knows is live (started, not retired).
+    fn conn(&mut self) -> &mut Conn {
+        match &mut self.state {
+            FlowState::Live(c) => c,
+            _ => unreachable!("a live flow's connection"),
+        }
+    }
+
+    fn live(&mut self) -> Option<&mut Conn> {
+        match &mut self.state {
+            FlowState::Live(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
 /// A UDP flow: packets from a traffic source, counted at the sink.
@@ -259,6 +318,10 @@ pub struct Sim {
     /// with web traffic most flows are finished, and visiting them all every interval made the
     /// run's time grow with the square of its duration (issue 13).
     sampled_flows: Vec<u32>,
+    /// Scratch for the flows leaving `sampled_flows` at a sample (kept for its capacity).
+    sampling_left: Vec<u32>,
+    /// The TCP configurations flows use (see `Flow::tcp`).
+    tcp_configs: Vec<TcpConfig>,
     queue_samples: Vec<QueueSample>,
     priority_changes: Vec<(u32, f64)>,
     /// pcap captures of chosen links: packets as they start serialization on the link.
@@ -316,6 +379,8 @@ impl Sim {
             monitored_links: Vec::new(),
             flow_samples: Vec::new(),
             sampled_flows: Vec::new(),
+            sampling_left: Vec::new(),
+            tcp_configs: Vec::new(),
             sampling_stopped_at: None,
             queue_samples: Vec::new(),
             priority_changes: Vec::new(),
@@ -365,6 +430,10 @@ impl Sim {
         }
         if self.sample_interval.is_none() {
             self.schedule(self.now, Event::Sample);
+            // Flows that started before sampling was turned on (retired ones have no state left).
+            self.sampled_flows = (0..self.flows.len() as u32)
+                .filter(|&i| self.flows[i as usize].live().is_some())
+                .collect();
         }
         self.sample_interval = Some(interval);
         // Each link once: a link listed a thousand times was sampled a thousand times (issue 13).
@@ -465,26 +534,23 @@ impl Sim {
         let hash = five_tuple_hash(cfg.src, cfg.dst, 6, 10_000 + (i % 50_000) as u16, 80);
         self.net.path(cfg.src, cfg.dst, hash)?;
         self.net.path(cfg.dst, cfg.src, hash)?;
-        let ep = Endpoints {
-            flow: i,
-            src: cfg.src,
-            dst: cfg.dst,
-            dscp: cfg.dscp,
-            hash,
-        };
-        let snd = TcpSender::new(cfg.tcp, cfg.cc.build(), ep, cfg.size_bytes);
-        let rcv = TcpReceiver::new(cfg.tcp, ep);
+        // The flows of a web workload share their configuration: look at the latest one only.
+        if self.tcp_configs.last() != Some(&cfg.tcp) {
+            self.tcp_configs.push(cfg.tcp);
+        }
         self.schedule(cfg.start, Event::Start(i));
         self.flows.push(Flow {
-            cfg,
-            snd,
-            rcv,
-            started: false,
+            src: cfg.src,
+            dst: cfg.dst,
+            start: cfg.start,
+            size_bytes: cfg.size_bytes,
+            cc: cfg.cc,
+            dscp: cfg.dscp,
+            hash,
+            tcp: self.tcp_configs.len() as u32 - 1,
             coupling: None,
-            reported: None,
-            left_group: false,
-            rto_event: None,
-            delack_event: None,
+            in_network: 0,
+            state: FlowState::Pending,
         });
         Ok(i)
     }
@@ -982,7 +1048,18 @@ impl Sim {
         let f = self
             .flows
             .get_mut(flow as usize)
-            .ok_or(SimError::UnknownFlow { name, flow })?;
+            .ok_or(SimError::UnknownFlow {
+                name: name.clone(),
+                flow,
+            })?;
+        if !matches!(f.state, FlowState::Pending) {
+            // It registers when it starts; coupling a running flow is not supported.
+            return Err(SimError::invalid(
+                name,
+                flow,
+                "a flow that has not started yet",
+            ));
+        }
         f.coupling = Some((group, priority));
         Ok(())
     }
@@ -1051,15 +1128,16 @@ impl Sim {
             Event::Start(f) => self.start_flow(f),
             Event::Rto(f) => self.rto(f),
             Event::DelAck(f) => {
-                let fl = &mut self.flows[f as usize];
-                fl.delack_event = None;
-                fl.rcv.on_delack_timer(self.now, &mut self.out);
-                if let Some(d) = fl.rcv.delack_deadline() {
+                let c = self.flows[f as usize].conn();
+                c.delack_event = None;
+                c.rcv.on_delack_timer(self.now, &mut self.out);
+                if let Some(d) = c.rcv.delack_deadline() {
                     if d > self.now {
                         self.arm_delack(f);
                     }
                 }
                 self.flush();
+                self.retire_if_done(f);
             }
             Event::Sample => self.sample(),
             Event::UdpSend(i) => self.udp_send(i),
@@ -1100,9 +1178,10 @@ impl Sim {
             }
             Event::SetPriority(i) => {
                 let (flow, p) = self.priority_changes[i as usize];
-                if let Some((g, _)) = self.flows[flow as usize].coupling {
-                    self.flows[flow as usize].coupling = Some((g, p));
-                    if self.flows[flow as usize].started && !self.flows[flow as usize].left_group {
+                let fl = &mut self.flows[flow as usize];
+                if let Some((g, _)) = fl.coupling {
+                    fl.coupling = Some((g, p));
+                    if fl.live().is_some_and(|c| !c.left_group) {
                         let _ = self.groups[g].coupler.set_priority(FlowId(flow as u64), p);
                     }
                 }
@@ -1118,6 +1197,9 @@ impl Sim {
         let mut buf = std::mem::take(&mut self.out.packets);
         for p in buf.drain(..) {
             self.counts.created += 1;
+            if p.kind.is_tcp() {
+                self.flows[p.flow as usize].in_network += 1;
+            }
             let src = p.src;
             let id = self.pool.alloc(p);
             self.forward(src, id);
@@ -1170,7 +1252,11 @@ impl Sim {
             l.stats.dropped_pkts += 1;
             l.stats.dropped_bytes += d.size_bytes as u64;
             self.counts.dropped += 1;
-            self.pool.free(d.id);
+            let dp = self.pool.free(d.id);
+            if dp.kind.is_tcp() {
+                self.flows[dp.flow as usize].in_network -= 1;
+                self.retire_if_done(dp.flow);
+            }
         }
         let l = &mut self.net.links[link.0 as usize];
         if l.transmitting.is_none() {
@@ -1248,13 +1334,20 @@ impl Sim {
         match p.kind {
             PacketKind::TcpData => {
                 let fl = &mut self.flows[f as usize];
-                fl.rcv.on_data(&p, self.now, &mut self.out);
-                if fl.rcv.delack_deadline().is_some() && fl.delack_event.is_none() {
+                fl.in_network -= 1;
+                let c = fl.conn();
+                c.rcv.on_data(&p, self.now, &mut self.out);
+                if c.rcv.delack_deadline().is_some() && c.delack_event.is_none() {
                     self.arm_delack(f);
                 }
                 self.flush();
+                self.retire_if_done(f);
             }
-            PacketKind::TcpAck => self.on_ack(f, &p),
+            PacketKind::TcpAck => {
+                self.flows[f as usize].in_network -= 1;
+                self.on_ack(f, &p);
+                self.retire_if_done(f);
+            }
             PacketKind::Media | PacketKind::MediaFeedback => self.media_deliver(&p),
             PacketKind::Udp => {
                 let u = &mut self.udp[f as usize];
@@ -1267,19 +1360,19 @@ impl Sim {
     // ----- transport -----
 
     fn arm_rto(&mut self, f: u32) {
-        let fl = &mut self.flows[f as usize];
-        if let Some(d) = fl.snd.rto_deadline() {
-            if fl.rto_event.is_none_or(|e| e > d) {
-                fl.rto_event = Some(d);
+        let c = self.flows[f as usize].conn();
+        if let Some(d) = c.snd.rto_deadline() {
+            if c.rto_event.is_none_or(|e| e > d) {
+                c.rto_event = Some(d);
                 self.schedule(d, Event::Rto(f));
             }
         }
     }
 
     fn arm_delack(&mut self, f: u32) {
-        let fl = &mut self.flows[f as usize];
-        if let Some(d) = fl.rcv.delack_deadline() {
-            fl.delack_event = Some(d);
+        let c = self.flows[f as usize].conn();
+        if let Some(d) = c.rcv.delack_deadline() {
+            c.delack_event = Some(d);
             self.schedule(d, Event::DelAck(f));
         }
     }
@@ -1287,29 +1380,73 @@ impl Sim {
     fn start_flow(&mut self, f: u32) {
         let now = self.now;
         let fl = &mut self.flows[f as usize];
-        fl.started = true;
-        // Kept in id order (flows start in any order): the samples at one instant are by flow.
-        let at = self.sampled_flows.partition_point(|&g| g < f);
-        self.sampled_flows.insert(at, f);
-        let fl = &mut self.flows[f as usize];
+        let cfg = self.tcp_configs[fl.tcp as usize];
+        let ep = Endpoints {
+            flow: f,
+            src: fl.src,
+            dst: fl.dst,
+            dscp: fl.dscp,
+            hash: fl.hash,
+        };
+        let mut c = Box::new(Conn {
+            snd: TcpSender::new(cfg, fl.cc.build(), ep, fl.size_bytes),
+            rcv: TcpReceiver::new(cfg, ep),
+            reported: None,
+            left_group: false,
+            rto_event: None,
+            delack_event: None,
+        });
         if let Some((g, p)) = fl.coupling {
-            let tp = fl.snd.tp;
+            let tp = c.snd.tp;
             match self.groups[g]
                 .coupler
                 .register(FlowId(f as u64), p, tp.cwnd, tp.ssthresh)
             {
                 Ok(r) => {
-                    let state = fl.snd.coupling_state();
-                    fl.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
-                    fl.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
+                    let state = c.snd.coupling_state();
+                    c.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
+                    c.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
                 }
                 Err(_) => fl.coupling = None,
             }
         }
-        let fl = &mut self.flows[f as usize];
-        fl.snd.start(now, &mut self.out);
+        c.snd.start(now, &mut self.out);
+        fl.state = FlowState::Live(c);
+        if self.sample_interval.is_some() {
+            // Kept in id order (flows start in any order): the samples at one instant are by flow.
+            let at = self.sampled_flows.partition_point(|&g| g < f);
+            self.sampled_flows.insert(at, f);
+        }
         self.arm_rto(f);
         self.flush();
+    }
+
+    /// Frees a finished flow's connection, keeping its summary, once nothing can reach it any
+    /// more: none of its packets is in the network, no delayed ACK is pending, and the sampler has
+    /// taken the one sample it takes after a flow ends.
+    fn retire_if_done(&mut self, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        let FlowState::Live(c) = &fl.state else {
+            return;
+        };
+        let Some(finished_at) = c.snd.finished_at else {
+            return;
+        };
+        if fl.in_network > 0
+            || c.delack_event.is_some()
+            || self.sampled_flows.binary_search(&f).is_ok()
+        {
+            return;
+        }
+        let done = DoneFlow {
+            finished_at,
+            delivered_bytes: c.rcv.delivered_bytes(),
+            cc: c.snd.cc_name(),
+            snd: c.snd.stats,
+            rcv: c.rcv.stats,
+            bursts: c.snd.bursts(),
+        };
+        fl.state = FlowState::Done(done);
     }
 
     /// Reports the sender's window to its coupler when it changed, and applies the answer
@@ -1317,7 +1454,8 @@ impl Sim {
     fn sync_coupling(&mut self, f: u32, timeout: bool) {
         let fl = &mut self.flows[f as usize];
         let Some((g, _)) = fl.coupling else { return };
-        if fl.left_group {
+        let c = fl.conn();
+        if c.left_group {
             return;
         }
         // A connection reports slow start right after a timeout (seed 003 Table 9.1), whatever its
@@ -1325,10 +1463,10 @@ impl Sim {
         let state = if timeout {
             coupling::tcp::TcpState::SlowStart
         } else {
-            fl.snd.coupling_state()
+            c.snd.coupling_state()
         };
-        let now = (fl.snd.tp.cwnd, fl.snd.tp.ssthresh, state);
-        if !timeout && fl.reported == Some(now) {
+        let now = (c.snd.tp.cwnd, c.snd.tp.ssthresh, state);
+        if !timeout && c.reported == Some(now) {
             return;
         }
         let u = TcpUpdate {
@@ -1338,16 +1476,16 @@ impl Sim {
             timeout,
             // What the sender counts against the window it is told: the answer's burst is the
             // difference.
-            in_flight_pkts: fl.snd.pipe_pkts(),
+            in_flight_pkts: c.snd.pipe_pkts(),
         };
         match self.groups[g].coupler.update(FlowId(f as u64), u) {
             Ok(Some(r)) => {
-                fl.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
+                c.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
                 // Remember the state that was reported: if the answer moves the sender to another
                 // state, the next check reports that at once.
-                fl.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
+                c.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
             }
-            Ok(None) => fl.reported = Some(now),
+            Ok(None) => c.reported = Some(now),
             Err(_) => {
                 // Not expected for reports the sender makes; keep the sender's own window rather
                 // than stop the run, and count it (tests assert there are none).
@@ -1358,35 +1496,40 @@ impl Sim {
 
     fn on_ack(&mut self, f: u32, p: &Packet) {
         let now = self.now;
-        let new_data = self.flows[f as usize].snd.on_ack(p, now, &mut self.out);
+        let new_data = self.flows[f as usize]
+            .conn()
+            .snd
+            .on_ack(p, now, &mut self.out);
         self.sync_coupling(f, false);
         // Ack-clocked handover: this ACK may release segments of joining flows.
-        if new_data {
-            if let Some((g, _)) = self.flows[f as usize].coupling {
-                if !self.flows[f as usize].left_group {
-                    self.releases.clear();
-                    let _ = self.groups[g]
-                        .coupler
-                        .on_ack(FlowId(f as u64), &mut self.releases);
-                    for i in 0..self.releases.len() {
-                        let r = self.releases[i];
-                        let j = r.conn.0 as u32;
-                        let other = &mut self.flows[j as usize];
-                        let ssthresh = other.snd.tp.ssthresh;
-                        let state = other.snd.coupling_state();
-                        other.snd.set_window(r.cwnd_pkts, ssthresh);
-                        other.reported = Some((r.cwnd_pkts, ssthresh, state));
-                        other.snd.send_available(now, &mut self.out);
-                        self.arm_rto(j);
-                    }
+        let fl = &mut self.flows[f as usize];
+        if let (true, Some((g, _))) = (new_data, fl.coupling) {
+            if !fl.conn().left_group {
+                self.releases.clear();
+                let _ = self.groups[g]
+                    .coupler
+                    .on_ack(FlowId(f as u64), &mut self.releases);
+                for i in 0..self.releases.len() {
+                    let r = self.releases[i];
+                    let j = r.conn.0 as u32;
+                    // A group releases only to its members, which are live.
+                    let other = self.flows[j as usize].conn();
+                    let ssthresh = other.snd.tp.ssthresh;
+                    let state = other.snd.coupling_state();
+                    other.snd.set_window(r.cwnd_pkts, ssthresh);
+                    other.reported = Some((r.cwnd_pkts, ssthresh, state));
+                    other.snd.send_available(now, &mut self.out);
+                    self.arm_rto(j);
                 }
             }
         }
         let fl = &mut self.flows[f as usize];
-        fl.snd.send_available(now, &mut self.out);
-        if let (Some(_), Some((g, _)), false) = (fl.snd.finished_at, fl.coupling, fl.left_group) {
+        let coupling = fl.coupling;
+        let c = fl.conn();
+        c.snd.send_available(now, &mut self.out);
+        if let (Some(_), Some((g, _)), false) = (c.snd.finished_at, coupling, c.left_group) {
             // A finished transfer leaves its group (Algorithm 6).
-            fl.left_group = true;
+            c.left_group = true;
             let _ = self.groups[g].coupler.leave(FlowId(f as u64));
         }
         self.arm_rto(f);
@@ -1395,20 +1538,23 @@ impl Sim {
 
     fn rto(&mut self, f: u32) {
         let now = self.now;
-        let fl = &mut self.flows[f as usize];
+        // A retired flow's timer event may still be in the heap: it has nothing to do.
+        let Some(c) = self.flows[f as usize].live() else {
+            return;
+        };
         // Only the armed event acts. `arm_rto` schedules an earlier event when the deadline moves
         // earlier and leaves the later one in the heap; that superseded event must not clear the
         // armed timer and re-arm, or every one of them breeds another (issue 12).
-        if fl.rto_event != Some(now) {
+        if c.rto_event != Some(now) {
             return;
         }
-        fl.rto_event = None;
-        match fl.snd.rto_deadline() {
+        c.rto_event = None;
+        match c.snd.rto_deadline() {
             Some(d) if d <= now => {
-                fl.snd.on_rto(now);
+                c.snd.on_rto(now);
                 self.sync_coupling(f, true);
-                let fl = &mut self.flows[f as usize];
-                fl.snd.send_available(now, &mut self.out);
+                let c = self.flows[f as usize].conn();
+                c.snd.send_available(now, &mut self.out);
                 self.arm_rto(f);
                 self.flush();
             }
@@ -1434,25 +1580,35 @@ impl Sim {
         // A finished flow gets one sample after it ends, then leaves the list: with web traffic
         // the finished flows outnumber the live ones, and re-sampling them made memory grow with
         // the square of the duration (issue 13: 4.68 M rows and 2 GB at 600 s).
-        let flows = &self.flows;
+        let flows = &mut self.flows;
+        let mut left = std::mem::take(&mut self.sampling_left);
         self.sampled_flows.retain(|&i| {
-            flows[i as usize]
+            let keep = flows[i as usize]
+                .conn()
                 .snd
                 .finished_at
-                .is_none_or(|f| f + interval > t)
+                .is_none_or(|f| f + interval > t);
+            if !keep {
+                left.push(i);
+            }
+            keep
         });
         for &i in &self.sampled_flows {
-            let fl = &self.flows[i as usize];
+            let c = self.flows[i as usize].conn();
             self.flow_samples.push(FlowSample {
                 t_ns: t.as_nanos(),
                 flow: i,
-                cwnd_pkts: fl.snd.tp.cwnd,
-                ssthresh_pkts: fl.snd.tp.ssthresh,
-                state: fl.snd.coupling_state(),
-                delivered_bytes: fl.rcv.delivered_bytes(),
-                srtt_s: fl.snd.srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
+                cwnd_pkts: c.snd.tp.cwnd,
+                ssthresh_pkts: c.snd.tp.ssthresh,
+                state: c.snd.coupling_state(),
+                delivered_bytes: c.rcv.delivered_bytes(),
+                srtt_s: c.snd.srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
             });
         }
+        for i in left.drain(..) {
+            self.retire_if_done(i);
+        }
+        self.sampling_left = left;
         for (i, m) in self.media.iter().enumerate() {
             self.media_samples.push(MediaSample {
                 t_ns: t.as_nanos(),
@@ -1486,6 +1642,15 @@ impl Sim {
     /// Reports a coupler rejected (none are expected; see `sync_coupling`).
     pub fn coupling_errors(&self) -> u64 {
         self.coupling_errors
+    }
+
+    /// TCP flows whose connection state is held: started, and not yet finished with nothing of
+    /// them left in the network (finished ones keep only a summary, issue 13).
+    pub fn live_tcp_flows(&self) -> usize {
+        self.flows
+            .iter()
+            .filter(|f| matches!(f.state, FlowState::Live(_)))
+            .count()
     }
 
     /// Events scheduled and not yet run (a long run's heap must stay bounded, issue 12).
@@ -1524,17 +1689,43 @@ impl Sim {
             .iter()
             .enumerate()
             .map(|(i, fl)| {
-                let start = fl.cfg.start.as_secs_f64();
-                let end = fl.snd.finished_at.map(|t| t.as_secs_f64());
+                // What each flow has to report, whatever its state.
+                let (finished_at, delivered, cc, snd, rcv, bursts) = match &fl.state {
+                    FlowState::Pending => (
+                        None,
+                        0,
+                        fl.cc.build().name(),
+                        SenderStats::default(),
+                        ReceiverStats::default(),
+                        BurstStats::default(),
+                    ),
+                    FlowState::Live(c) => (
+                        c.snd.finished_at,
+                        c.rcv.delivered_bytes(),
+                        c.snd.cc_name(),
+                        c.snd.stats,
+                        c.rcv.stats,
+                        // Includes the open burst without closing it: results mid-run change
+                        // nothing.
+                        c.snd.bursts(),
+                    ),
+                    FlowState::Done(d) => (
+                        Some(d.finished_at),
+                        d.delivered_bytes,
+                        d.cc,
+                        d.snd,
+                        d.rcv,
+                        d.bursts,
+                    ),
+                };
+                let start = fl.start.as_secs_f64();
+                let end = finished_at.map(|t| t.as_secs_f64());
                 let active = end.unwrap_or(duration_s) - start;
-                let delivered = fl.rcv.delivered_bytes();
-                // Includes the open burst without closing it: results mid-run change nothing.
-                let bursts = fl.snd.bursts();
                 FlowSummary {
                     flow: i as u32,
-                    src: self.net.node_name(fl.cfg.src).to_string(),
-                    dst: self.net.node_name(fl.cfg.dst).to_string(),
-                    cc: fl.snd.cc_name(),
+                    src: self.net.node_name(fl.src).to_string(),
+                    dst: self.net.node_name(fl.dst).to_string(),
+                    cc,
                     start_s: start,
                     fct_s: end.map(|e| e - start),
                     delivered_bytes: delivered,
@@ -1543,18 +1734,18 @@ impl Sim {
                     } else {
                         0.0
                     },
-                    data_pkts_sent: fl.snd.stats.data_pkts_sent,
-                    retransmits: fl.snd.stats.retransmits,
-                    timeouts: fl.snd.stats.timeouts,
+                    data_pkts_sent: snd.data_pkts_sent,
+                    retransmits: snd.retransmits,
+                    timeouts: snd.timeouts,
                     max_burst_pkts: bursts.max_pkts,
                     burst_hist: bursts.hist,
-                    fast_recoveries: fl.snd.stats.fast_recoveries,
-                    mean_rtt_s: if fl.snd.stats.rtt_samples > 0 {
-                        fl.snd.stats.rtt_sum_s / fl.snd.stats.rtt_samples as f64
+                    fast_recoveries: snd.fast_recoveries,
+                    mean_rtt_s: if snd.rtt_samples > 0 {
+                        snd.rtt_sum_s / snd.rtt_samples as f64
                     } else {
                         f64::NAN
                     },
-                    data_pkts_received: fl.rcv.stats.data_pkts,
+                    data_pkts_received: rcv.data_pkts,
                 }
             })
             .collect();

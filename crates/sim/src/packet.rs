@@ -20,6 +20,13 @@ pub enum PacketKind {
     MediaFeedback,
 }
 
+impl PacketKind {
+    /// A packet of a TCP flow (its `flow` indexes the engine's TCP flows).
+    pub fn is_tcp(self) -> bool {
+        matches!(self, PacketKind::TcpData | PacketKind::TcpAck)
+    }
+}
+
 /// A SACK block: bytes `start..end` received out of order (RFC 2018).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlock {
