@@ -2,8 +2,9 @@
 bench target (bench/fuzz.py, `make bench-fuzz`).
 
 - Scenario files: the shipped scenarios mutated by hypothesis (a value replaced by one of many
-  hostile ones, a key deleted or added, a table nested) are validated and, when valid, run for a
-  fraction of a second. Allowed outcomes: valid and run, or one of the package's errors
+  hostile ones, a key deleted or added, a table nested), and scenarios drawn from the pydantic
+  models' JSON schema (`from_schema`), are validated and, when valid, run for a fraction of a
+  second. Allowed outcomes: valid and run, or one of the package's errors
   (ScenarioError, SimulationError) naming the problem.
 - The API: random calls, with hostile arguments, on every public method of the bindings
   (Simulation, Fse, FseGroup, TcpCoupler, TcpGroups, TcbCache, FlowModel). Allowed: a result, or
@@ -146,6 +147,92 @@ def check_scenario(data: dict) -> None:
             pass
 
 
+# --- scenario files generated from the schema ---------------------------------------------------
+
+def from_schema(schema: dict) -> Any:
+    """A hypothesis strategy for the JSON-schema subset pydantic emits for the scenario models
+    (`$ref`/`$defs`, `anyOf`/`oneOf`, `const`, `enum`, objects with `required` and
+    `additionalProperties`, arrays with `items`/`prefixItems`/`minItems`/`maxItems`, bounded
+    numbers, integers and strings with a `pattern`). hypothesis-jsonschema is the library for
+    this, but its 0.23.1 (the latest) calls `many.more()`, gone from hypothesis' internals since,
+    and fails on every object schema. Numbers are drawn mostly near their lower bound, sometimes
+    at either bound or anywhere between, so most examples stay small enough to run."""
+    defs = schema.get("$defs", {})
+    refs: dict = {}
+
+    def number(node: dict, integer: bool) -> Any:
+        lo = node.get("minimum", node.get("exclusiveMinimum"))
+        hi = node.get("maximum", node.get("exclusiveMaximum"))
+        if integer:
+            lo = -(2**63) if lo is None else int(lo) + (1 if "exclusiveMinimum" in node else 0)
+            hi = 2**63 if hi is None else int(hi) - (1 if "exclusiveMaximum" in node else 0)
+            near = st.integers(lo, min(hi, max(lo, 0) + 10))
+            return st.one_of(near, near, st.sampled_from([lo, hi]), st.integers(lo, hi))
+        lo_f = -1e18 if lo is None else float(lo)
+        hi_f = 1e18 if hi is None else float(hi)
+        whole = st.floats(lo_f, hi_f, allow_nan=False, allow_infinity=False,
+                          exclude_min="exclusiveMinimum" in node, exclude_max="exclusiveMaximum" in node)
+        near = st.floats(lo_f, min(hi_f, max(lo_f, 0.0) + 10.0), allow_nan=False,
+                         exclude_min="exclusiveMinimum" in node)
+        edges = [v for v in (lo_f, hi_f) if not (v == lo_f and "exclusiveMinimum" in node)
+                 and not (v == hi_f and "exclusiveMaximum" in node)]
+        return st.one_of(near, near, whole, *([st.sampled_from(edges)] if edges else []))
+
+    def strat(node: dict) -> Any:
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            if name not in refs:
+                refs[name] = st.deferred(lambda: strat(defs[name]))
+            return refs[name]
+        if "const" in node:
+            return st.just(node["const"])
+        if "enum" in node:
+            return st.sampled_from(node["enum"])
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                return st.one_of([strat(x) for x in node[key]])
+        t = node.get("type")
+        if t == "object":
+            props = node.get("properties", {})
+            if not props:  # a free-form table (a queue spec): a valid one, or anything
+                return st.one_of(st.sampled_from(_queue_specs()).map(copy.deepcopy),
+                                 st.dictionaries(st.sampled_from(["kind", "limit_pkts", "inner", "p", "classes"]), HOSTILE, max_size=3))
+            required = set(node.get("required", []))
+            return st.fixed_dictionaries({k: strat(v) for k, v in props.items() if k in required},
+                                         optional={k: strat(v) for k, v in props.items() if k not in required})
+        if t == "array":
+            if "prefixItems" in node:
+                return st.tuples(*[strat(x) for x in node["prefixItems"]]).map(list)
+            lo = node.get("minItems", 0)
+            return st.lists(strat(node.get("items", {})), min_size=lo, max_size=min(node.get("maxItems", lo + 4), lo + 4))
+        if t == "integer":
+            return number(node, True)
+        if t == "number":
+            return number(node, False)
+        if t == "string":
+            if "pattern" in node:
+                return st.from_regex(node["pattern"], fullmatch=True)
+            return st.text(min_size=node.get("minLength", 0), max_size=max(node.get("minLength", 0), 12))
+        if t == "boolean":
+            return st.booleans()
+        if t == "null":
+            return st.none()
+        return HOSTILE
+
+    return strat(schema)
+
+
+def _queue_specs() -> List[dict]:
+    """The queue tables of the shipped scenarios: valid specs of every shape they use."""
+    return [d["topology"]["queue"] for _, d in shipped() if isinstance(d.get("topology", {}).get("queue"), dict)]
+
+
+@st.composite
+def schema_scenario(draw: Callable) -> dict:
+    from macroflow.scenario import Scenario
+    return draw(from_schema(Scenario.model_json_schema()))
+
+
 # --- the API ------------------------------------------------------------------------------------
 
 def _targets() -> List[Tuple[str, Callable[[], Any]]]:
@@ -242,7 +329,12 @@ def limit_memory(limit_bytes: int = 3 << 30) -> None:
 def fuzz(kind: str, examples: int, seed: int) -> None:
     """Runs `examples` hypothesis examples of one fuzzer, deterministic given `seed` (raises on the
     first failure, shrunk)."""
-    strat, check = (mutated_scenario(), check_scenario) if kind == "scenarios" else (api_calls(), check_api)
+    if kind == "scenarios":
+        # Half mutations of the shipped files (mostly valid: they reach the simulator), half
+        # drawn from the schema (every field and variant, in combinations no file has).
+        strat, check = st.one_of(mutated_scenario(), schema_scenario()), check_scenario
+    else:
+        strat, check = api_calls(), check_api
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck))

@@ -63,8 +63,8 @@ DUMBBELL = "s = Simulation(seed=1)\nd = s.dumbbell(1)\na, b = d['senders'][0], d
     (DUMBBELL + "s.add_media_flow(a, b, source='video', rate_bps=1e6, fps=1e9)", ["fps", "1000"]),
     (DUMBBELL + "s.add_media_flow(a, b, source='video', rate_bps=1e6, fps=float('inf'))", ["fps"]),
     (DUMBBELL + "s.add_tcp_flow(a, b, initial_cwnd_pkts=1e300)\ns.run(2)", ["initial_cwnd_pkts", "1e6"]),
-    ("s = Simulation(seed=1)\ns.parking_lot(10**8)", ["parking_lot.hops", "2047"]),
-    ("s = Simulation(seed=1)\ns.dumbbell(2**63)", ["dumbbell.pairs", "2047"]),
+    ("s = Simulation(seed=1)\ns.parking_lot(10**8)", ["parking_lot.hops", "262143"]),
+    ("s = Simulation(seed=1)\ns.dumbbell(2**63)", ["dumbbell.pairs", "262143"]),
     ("s = Simulation(seed=1)\ns.dumbbell(9223372036854775807)", ["dumbbell.pairs"]),
     # Sources whose event rate or period is absurd, and a web workload that ends before it starts.
     (DUMBBELL + "s.add_udp_flow(a, b, kind='self_similar', load_bps=1e-6)\ns.run(1)", ["load_bps", "once a day"]),
@@ -397,8 +397,6 @@ def _alive(pid: int) -> bool:
     ("s = Simulation(seed=1)\na, b = s.add_node('a'), s.add_node('b')\ns.add_link(a, b, 1e3, 0.01, queue_pkts=10**12)",
      ["limit_pkts", "1e6"]),
     (DUMBBELL + "for _ in range(4):\n    s.add_web_workload([(a, b)], load_bps=1e9, end_s=390)", ["MAX_WEB_FLOWS"]),
-    ("s = Simulation(seed=1)\na, h = s.add_node('a'), s.add_node('h')\nfor _ in range(20000):\n    s.add_link(a, h, 1e6, 0.001)",
-     ["MAX_LINKS"]),
     (DUMBBELL + "s.add_media_flow(a, b, source='video', trace_file='/dev/zero')", ["trace_file", "regular file"]),
 ])
 def test_review_reproducers_are_clear_errors(code: str, words: list) -> None:
@@ -504,3 +502,63 @@ def test_memory_of_a_long_web_run_is_flat() -> None:
     per_flow = ((r["at_3600"] - r["before"]) * 2**20 - 56 * r["sample_rows"]) / r["flows"]
     print(f"{per_flow:.0f} bytes a flow besides the time series")
     assert per_flow < 800, per_flow
+
+
+def test_many_parallel_links_route_in_little_memory() -> None:
+    """Issue 13: 200,000 parallel links between two nodes exhausted memory when every node kept
+    every equal-cost next hop towards every node. Tables are now built per destination a flow
+    uses, in compressed rows: the run fits the child's 3 GB with room to spare."""
+    p = run_child("""
+        import resource
+        s = Simulation(seed=1)
+        a, h = s.add_node('a'), s.add_node('h')
+        for _ in range(200_000):
+            s.add_link(a, h, 1e6, 0.001)
+        s.add_link(h, a, 1e6, 0.001)
+        s.add_tcp_flow(a, h, size_bytes=100_000)
+        s.run(5)
+        r = s.results()
+        print(r["flows"]["fct_s"][0] is not None, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    done, peak_mb = p.stdout.split()
+    print(f"peak {peak_mb} MB")
+    assert done == "True" and int(peak_mb) < 1024
+
+
+def test_a_large_dumbbell_routes_in_little_memory() -> None:
+    """Issue 13: `pairs=3000` with one flow took 2.1 GB and `pairs=10000` more than 6 GB (a route
+    table over all nodes at every node). Only the destinations flows use get a table now: 10,000
+    pairs with one flow peak near 115 MB (the README states the largest that fits in 1 GB)."""
+    p = run_child("""
+        import resource
+        s = Simulation(seed=1)
+        d = s.dumbbell(10_000)
+        s.add_tcp_flow(d["senders"][0], d["receivers"][0], size_bytes=1_000_000)
+        s.run(5)
+        r = s.results()
+        print(r["flows"]["fct_s"][0] is not None, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    done, peak_mb = p.stdout.split()
+    print(f"peak {peak_mb} MB")
+    assert done == "True" and int(peak_mb) < 400
+
+
+def test_a_panic_in_the_engine_is_a_clear_error_and_closes_the_simulation() -> None:
+    """Issue 13: no panic may cross the binding layer. Inputs are validated first; a panic that is
+    still possible (a bug) becomes a SimulationError (an `except Exception` catches it; a
+    PanicException is a BaseException), and the simulation is closed with a clear error rather
+    than left in a state nobody can trust."""
+    s = Simulation(seed=1)
+    d = s.dumbbell(1)
+    s.add_tcp_flow(d["senders"][0], d["receivers"][0])
+    with pytest.raises(SimulationError, match="internal error in the simulator .*a deliberate panic.*closed"):
+        s._panic_for_test()
+    with pytest.raises(SimulationError, match="unusable after an earlier failure"):
+        s.run(1.0)
+    t = Simulation(seed=1)  # others are unaffected
+    d = t.dumbbell(1)
+    t.add_tcp_flow(d["senders"][0], d["receivers"][0])
+    t.run(1.0)
+    assert t.now_s == 1.0

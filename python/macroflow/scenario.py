@@ -66,7 +66,7 @@ class Dumbbell(_Strict):
     1-BDP queue). Flows give ``pair``; links to measure: ``bottleneck``, ``reverse``."""
 
     kind: Literal["dumbbell"] = "dumbbell"
-    pairs: int = Field(ge=1, le=2047)  # the simulator's MAX_PAIRS
+    pairs: int = Field(ge=1, le=262143)  # the simulator's MAX_PAIRS
     bottleneck_rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
     bottleneck_delay_s: float = Field(default=0.048, ge=0, le=MAX_TIME_S)
     #: Drop-tail size of the bottleneck queue (83 packets when neither this nor ``queue`` is given).
@@ -91,7 +91,7 @@ class ParkingLot(_Strict):
     names (H0 -> H{hops} crosses every hop); links to measure: ``hop0``, ``hop1``, ..."""
 
     kind: Literal["parking_lot"]
-    hops: int = Field(ge=1, le=2047)  # the simulator's MAX_HOPS
+    hops: int = Field(ge=1, le=262143)  # the simulator's MAX_HOPS
     rate_bps: float = Field(default=10e6, gt=0, le=MAX_RATE_BPS)
     delay_s: float = Field(default=0.01, ge=0, le=MAX_TIME_S)
     queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**6)  # the simulator's MAX_QUEUE_PKTS

@@ -339,6 +339,24 @@ enum State {
     Poisoned,
 }
 
+/// A panic inside the engine is a bug, and its state is not trusted after one: the simulation is
+/// closed and the caller gets a SimulationError saying so, never a PanicException (a
+/// BaseException that `except Exception` lets through, issue 13).
+fn closed_on_panic<T>(st: &mut State, r: std::thread::Result<T>) -> PyResult<T> {
+    r.map_err(|payload| {
+        *st = State::Poisoned;
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        SimulationError::new_err(format!(
+            "internal error in the simulator ({what}; a bug: please report it); this simulation \
+             is closed, create a new one"
+        ))
+    })
+}
+
 /// A simulation. Build the topology first (nodes, links, or `dumbbell`); adding the first flow
 /// fixes it and computes routes.
 #[pyclass(name = "Simulation", module = "macroflow._native")]
@@ -410,7 +428,10 @@ impl PySimulation {
             *st = State::Running(Box::new(Sim::new(net, self.seed).map_err(sim_err)?));
         }
         match &mut *st {
-            State::Running(sim) => f(sim).map_err(sim_err),
+            State::Running(sim) => {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(sim)));
+                closed_on_panic(&mut st, r)?.map_err(sim_err)
+            }
             _ => Err(SimulationError::new_err(
                 "the simulation is unusable after an earlier failure",
             )),
@@ -850,16 +871,27 @@ impl PySimulation {
                 let mut st = self.state.lock().map_err(|_| {
                     SimulationError::new_err("the simulation is unusable after an internal error (a panic in the engine)")
                 })?;
-                Ok(match &mut *st {
-                    State::Running(sim) => sim.run_some(end, EVENTS_PER_CHUNK),
-                    _ => true,
-                })
+                match &mut *st {
+                    State::Running(sim) => {
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            sim.run_some(end, EVENTS_PER_CHUNK)
+                        }));
+                        closed_on_panic(&mut st, r)
+                    }
+                    _ => Ok(true),
+                }
             })?;
             if done {
                 return Ok(());
             }
             py.check_signals()?;
         }
+    }
+
+    /// For tests only: panics inside the engine's lock, as a bug would, to show that it becomes
+    /// a SimulationError and closes this simulation.
+    fn _panic_for_test(&self) -> PyResult<()> {
+        self.with_sim(|_| -> Result<(), SimError> { panic!("a deliberate panic") })
     }
 
     #[getter]

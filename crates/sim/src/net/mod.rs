@@ -87,18 +87,27 @@ impl Link {
 pub struct Node {
     pub name: String,
     pub out: Vec<LinkId>,
-    /// Next-hop links towards each destination node (several: ECMP), by destination index.
-    routes: Vec<Vec<LinkId>>,
 }
 
-/// The most nodes a network may have. Every node keeps a route to every other, so memory grows
-/// with the square of the nodes (about 1 GB at this bound, measured with a dumbbell of 2047 pairs);
-/// the bound turns a typo like `pairs=10**8` into an error before anything is allocated (issue 13).
-pub const MAX_NODES: usize = 4096;
-/// The most links a network may have: route tables keep every equal-cost next hop, so their
-/// memory grows with links x nodes (200,000 parallel links between two nodes exhausted memory in
-/// `compute_routes`, issue 13); 16,384 x 4,096 entries are about 270 MB.
-pub const MAX_LINKS: usize = 16_384;
+/// The next hops of every node towards one destination (several per node: ECMP), in compressed
+/// rows: node `u`'s hops are `hops[first[u]..first[u + 1]]`.
+#[derive(Debug)]
+struct DestRoutes {
+    first: Vec<u32>,
+    hops: Vec<LinkId>,
+}
+
+/// The most nodes a network may have: a typo like `pairs=10**8` is an error before anything is
+/// allocated (issue 13). A node and its links take a few hundred bytes; routes are kept only
+/// towards the destinations flows use (see [`MAX_ROUTE_ENTRIES`]).
+pub const MAX_NODES: usize = 1 << 19;
+/// The most links a network may have.
+pub const MAX_LINKS: usize = 1 << 21;
+/// The most route-table entries (4 bytes each) a network keeps over all destinations: 1 GiB.
+/// A table towards one destination has an entry per node and per equal-cost next hop; tables are
+/// built when a flow first needs them (issue 13: a table at every node towards every node took
+/// 2.1 GB for a dumbbell of 3,000 pairs).
+pub const MAX_ROUTE_ENTRIES: usize = 1 << 28;
 
 #[derive(Debug, Default)]
 pub struct Network {
@@ -106,6 +115,10 @@ pub struct Network {
     pub links: Vec<Link>,
     by_name: HashMap<String, NodeId>,
     routed: bool,
+    /// Route tables by destination node, built on first use.
+    routes: Vec<Option<DestRoutes>>,
+    /// Entries in `routes`, against [`MAX_ROUTE_ENTRIES`].
+    route_entries: usize,
 }
 
 impl Network {
@@ -114,7 +127,7 @@ impl Network {
             return Err(SimError::invalid(
                 "node",
                 self.nodes.len() + 1,
-                "at most 4096 nodes (MAX_NODES: every node keeps a route to every other)",
+                "at most 524288 nodes (MAX_NODES)",
             ));
         }
         if self.by_name.contains_key(name) {
@@ -128,7 +141,6 @@ impl Network {
         self.nodes.push(Node {
             name: name.to_string(),
             out: Vec::new(),
-            routes: Vec::new(),
         });
         self.by_name.insert(name.to_string(), id);
         self.routed = false;
@@ -173,7 +185,7 @@ impl Network {
             return Err(SimError::invalid(
                 "link",
                 i + 1,
-                "at most 16384 links (MAX_LINKS: routes keep every equal-cost link, so their memory grows with links x nodes)",
+                "at most 2097152 links (MAX_LINKS)",
             ));
         }
         self.check_node(&format!("{name}.from"), from)?;
@@ -220,46 +232,14 @@ impl Network {
         Ok((self.add_link(a, b, cfg)?, self.add_link(b, a, cfg)?))
     }
 
-    /// Static shortest paths in hops, keeping every equal-cost next hop (ECMP).
+    /// Fixes the topology for routing: static shortest paths in hops, keeping every equal-cost
+    /// next hop (ECMP). The table towards a destination is built when a path to it is first asked
+    /// for ([`Network::path`], [`Network::next_hops`]); adding a node or link afterwards needs
+    /// this call again.
     pub fn compute_routes(&mut self) {
-        let n = self.nodes.len();
-        // Incoming links per node, for the backward search from each destination.
-        let mut incoming: Vec<Vec<LinkId>> = vec![Vec::new(); n];
-        for (i, l) in self.links.iter().enumerate() {
-            incoming[l.to.0 as usize].push(LinkId(i as u32));
-        }
-        for node in &mut self.nodes {
-            node.routes = vec![Vec::new(); n];
-        }
-        let mut dist = vec![u32::MAX; n];
-        let mut frontier = VecDeque::new();
-        for dst in 0..n {
-            dist.iter_mut().for_each(|d| *d = u32::MAX);
-            dist[dst] = 0;
-            frontier.clear();
-            frontier.push_back(dst);
-            while let Some(v) = frontier.pop_front() {
-                for &l in &incoming[v] {
-                    let u = self.links[l.0 as usize].from.0 as usize;
-                    if dist[u] == u32::MAX {
-                        dist[u] = dist[v] + 1;
-                        frontier.push_back(u);
-                    }
-                }
-            }
-            for u in 0..n {
-                if u == dst || dist[u] == u32::MAX {
-                    continue;
-                }
-                let next: Vec<LinkId> = self.nodes[u]
-                    .out
-                    .iter()
-                    .copied()
-                    .filter(|l| dist[self.links[l.0 as usize].to.0 as usize] == dist[u] - 1)
-                    .collect();
-                self.nodes[u].routes[dst] = next;
-            }
-        }
+        self.routes.clear();
+        self.routes.resize_with(self.nodes.len(), || None);
+        self.route_entries = 0;
         self.routed = true;
     }
 
@@ -267,14 +247,86 @@ impl Network {
         self.routed
     }
 
-    /// The next-hop links from `at` towards `dst` (empty: no route).
-    pub fn next_hops(&self, at: NodeId, dst: NodeId) -> &[LinkId] {
-        &self.nodes[at.0 as usize].routes[dst.0 as usize]
+    /// Builds the route table towards `dst` if it is not built yet: a breadth-first search
+    /// backwards from `dst`, then each node's outgoing links one hop closer.
+    fn routes_to(&mut self, dst: NodeId) -> Result<&DestRoutes, SimError> {
+        assert!(self.routed, "Network::compute_routes first");
+        let d = dst.0 as usize;
+        if self.routes[d].is_none() {
+            let n = self.nodes.len();
+            // At most an entry per node plus one per link: refuse before allocating.
+            if self.route_entries + n + 1 + self.links.len() > MAX_ROUTE_ENTRIES {
+                return Err(SimError::invalid(
+                    "routes",
+                    format!("a table towards {} (the {}th)", self.node_name(dst), self.routes.iter().flatten().count() + 1),
+                    "route tables within 1 GiB (MAX_ROUTE_ENTRIES: a table per destination flows use, an entry per node and next hop)",
+                ));
+            }
+            let mut incoming_first = vec![0u32; n + 1];
+            for l in &self.links {
+                incoming_first[l.to.0 as usize + 1] += 1;
+            }
+            for i in 0..n {
+                incoming_first[i + 1] += incoming_first[i];
+            }
+            let mut fill = incoming_first.clone();
+            let mut incoming = vec![LinkId(0); self.links.len()];
+            for (i, l) in self.links.iter().enumerate() {
+                let t = l.to.0 as usize;
+                incoming[fill[t] as usize] = LinkId(i as u32);
+                fill[t] += 1;
+            }
+            let mut dist = vec![u32::MAX; n];
+            let mut frontier = VecDeque::new();
+            dist[d] = 0;
+            frontier.push_back(d);
+            while let Some(v) = frontier.pop_front() {
+                for &l in &incoming[incoming_first[v] as usize..incoming_first[v + 1] as usize] {
+                    let u = self.links[l.0 as usize].from.0 as usize;
+                    if dist[u] == u32::MAX {
+                        dist[u] = dist[v] + 1;
+                        frontier.push_back(u);
+                    }
+                }
+            }
+            let mut first = Vec::with_capacity(n + 1);
+            let mut hops = Vec::new();
+            for u in 0..n {
+                first.push(hops.len() as u32);
+                if u == d || dist[u] == u32::MAX {
+                    continue;
+                }
+                hops.extend(
+                    self.nodes[u]
+                        .out
+                        .iter()
+                        .copied()
+                        .filter(|l| dist[self.links[l.0 as usize].to.0 as usize] == dist[u] - 1),
+                );
+            }
+            first.push(hops.len() as u32);
+            self.route_entries += first.len() + hops.len();
+            self.routes[d] = Some(DestRoutes { first, hops });
+        }
+        Ok(self.routes[d].as_ref().expect("built above"))
     }
 
-    /// The link a packet with ECMP `hash` takes from `at` towards `dst`.
+    /// The next-hop links from `at` towards `dst` (empty: no route), building the table towards
+    /// `dst` if needed.
+    pub fn next_hops(&mut self, at: NodeId, dst: NodeId) -> Result<&[LinkId], SimError> {
+        let r = self.routes_to(dst)?;
+        let u = at.0 as usize;
+        Ok(&r.hops[r.first[u] as usize..r.first[u + 1] as usize])
+    }
+
+    /// The link a packet with ECMP `hash` takes from `at` towards `dst`. The table towards `dst`
+    /// must have been built (by [`Network::path`] when the flow was added).
     pub fn route(&self, at: NodeId, dst: NodeId, hash: u32) -> Option<LinkId> {
-        let hops = self.next_hops(at, dst);
+        let r = self.routes[dst.0 as usize]
+            .as_ref()
+            .expect("the route table towards a flow's endpoints is built when the flow is added");
+        let u = at.0 as usize;
+        let hops = &r.hops[r.first[u] as usize..r.first[u + 1] as usize];
         match hops.len() {
             0 => None,
             1 => Some(hops[0]),
@@ -283,7 +335,8 @@ impl Network {
     }
 
     /// The links a packet with `hash` crosses from `src` to `dst`.
-    pub fn path(&self, src: NodeId, dst: NodeId, hash: u32) -> Result<Vec<LinkId>, SimError> {
+    pub fn path(&mut self, src: NodeId, dst: NodeId, hash: u32) -> Result<Vec<LinkId>, SimError> {
+        self.routes_to(dst)?;
         let mut path = Vec::new();
         let mut at = src;
         while at != dst {

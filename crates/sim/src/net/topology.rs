@@ -55,6 +55,9 @@ pub const MAX_PAIRS: usize = (super::MAX_NODES - 2) / 2;
 /// The most hops of a parking lot: a router and a host per hop plus one, within
 /// [`MAX_NODES`](super::MAX_NODES).
 pub const MAX_HOPS: usize = super::MAX_NODES / 2 - 1;
+// The error messages state these bounds.
+const _: () = assert!(MAX_PAIRS == 262_143 && MAX_HOPS == 262_143);
+const _: () = assert!(super::MAX_NODES == 524_288 && super::MAX_LINKS == 2_097_152);
 
 /// `pairs` is a dumbbell's size: 1 ..= [`MAX_PAIRS`] (callers check it before building per-pair
 /// vectors).
@@ -63,7 +66,7 @@ pub fn check_pairs(pairs: usize) -> Result<(), SimError> {
         return Err(SimError::invalid(
             "dumbbell.pairs",
             pairs,
-            "1 ..= 2047 sender/receiver pairs (MAX_PAIRS: 2 nodes each and 2 routers within MAX_NODES)",
+            "1 ..= 262143 sender/receiver pairs (MAX_PAIRS: 2 nodes each and 2 routers within MAX_NODES)",
         ));
     }
     Ok(())
@@ -126,7 +129,7 @@ pub fn parking_lot(
         return Err(SimError::invalid(
             "parking_lot.hops",
             hops,
-            "1 ..= 2047 hops (MAX_HOPS: 2 nodes per router within MAX_NODES)",
+            "1 ..= 262143 hops (MAX_HOPS: 2 nodes per router within MAX_NODES)",
         ));
     }
     let mut routers = Vec::new();
@@ -214,7 +217,7 @@ mod tests {
         )
         .unwrap();
         let (a, d) = (net.node("a").unwrap(), net.node("d").unwrap());
-        assert_eq!(net.next_hops(a, d).len(), 2);
+        assert_eq!(net.next_hops(a, d).unwrap().len(), 2);
         let p0 = net.path(a, d, 0).unwrap();
         let p1 = net.path(a, d, 1).unwrap();
         assert_ne!(p0[0], p1[0], "different hashes take different paths");
