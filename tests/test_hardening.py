@@ -562,3 +562,31 @@ def test_a_panic_in_the_engine_is_a_clear_error_and_closes_the_simulation() -> N
     t.add_tcp_flow(d["senders"][0], d["receivers"][0])
     t.run(1.0)
     assert t.now_s == 1.0
+
+
+def _store_same_run(args) -> None:
+    out, manifest, blobs, start = args
+    from macroflow.results import store_run
+    while time.time() < start:  # all writers at once
+        pass
+    store_run(out, manifest, blobs)
+
+
+def test_writers_of_the_same_run_at_once_keep_one_intact_copy(tmp_path) -> None:
+    """Two `macroflow run`s of one scenario each found the run missing; the second then moved the
+    first's intact copy aside as damaged. The check and the move are under the store's lock now:
+    one copy, intact, nothing moved aside."""
+    import multiprocessing as mp
+    from macroflow.results import compute_run, is_stored
+    from macroflow.scenario import parse
+    manifest, blobs = compute_run(parse(BASE.format(p0="1.0")))
+    ctx = mp.get_context("fork")
+    for trial in range(10):
+        out = tmp_path / f"store{trial}"
+        start = time.time() + 0.3
+        # Staggered: a writer that found the run missing just as another finished storing it.
+        with ctx.Pool(8) as pool:
+            pool.map(_store_same_run, [(out, manifest, blobs, start + i * 2e-4) for i in range(8)], chunksize=1)
+        assert is_stored(out, manifest["key"])
+        assert not list(out.glob(".damaged-*")), f"trial {trial}: an intact run was moved aside"
+        assert not list(out.glob(".partial-*"))

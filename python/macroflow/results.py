@@ -17,6 +17,7 @@ leftover partial directories are ignored, and removed by the next sweep when the
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -230,23 +231,24 @@ def _store_run(out: pathlib.Path, manifest: Dict[str, Any], blobs: Mapping[str, 
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(20, "not a directory", str(out))
     out.mkdir(parents=True, exist_ok=True)
-    if final.exists() or final.is_symlink():
-        # A damaged copy of this run (a file in its place, a table replaced): moved aside, kept
-        # for inspection, and the run stored again.
-        aside = out / f".damaged-{manifest['key']}-{os.getpid()}-{time.time_ns()}"
-        os.replace(final, aside)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".partial-{os.getpid()}-", dir=out))
     try:
         for name, blob in blobs.items():
             (tmp / f"{name}.parquet").write_bytes(blob)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        try:
+        # Check and move under the store's lock: two writers of the same run (two `macroflow
+        # run`s of one scenario) each found it missing, and the second moved the first's intact
+        # copy aside as damaged.
+        with open(out / ".store.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if is_stored(out, manifest["key"]):
+                shutil.rmtree(tmp, ignore_errors=True)  # another writer stored it (same key, same content)
+                return final
+            if final.exists() or final.is_symlink():
+                # A damaged copy of this run (a file in its place, a table replaced): moved aside,
+                # kept for inspection, and the run stored again.
+                os.replace(final, out / f".damaged-{manifest['key']}-{os.getpid()}-{time.time_ns()}")
             os.replace(tmp, final)
-        except OSError:
-            # Another driver stored the same run first (same key, same content): keep theirs.
-            if not is_stored(out, manifest["key"]):
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
