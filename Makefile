@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test bench bench-sim bench-flowsim bench-fuzz clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml Makefile
 	@command -v python3 >/dev/null || { echo "python3 not found" >&2; exit 1; }
 	python3 -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "pytest>=8" "hypothesis>=6" "pyarrow>=14" "pydantic>=2.5" "typer>=0.12" "rich>=13" "matplotlib>=3.7" "numpy>=1.24" "ray>=2.9" "networkx>=3.2" "topohub>=1.5"
+	@# Dependencies are listed once, in pyproject.toml (the package's, and the dev/test/ray extras).
+	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; x = p["optional-dependencies"]; print("\n".join(p["dependencies"] + x["dev"] + x["test"] + x["ray"]))' > $(VENV)/requirements.txt
+	$(PY) -m pip install -q -r $(VENV)/requirements.txt
 	@# tshark reads the simulator's pcap captures in a test (which says "skipped" without it).
 	command -v tshark >/dev/null || { echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections 2>/dev/null; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark) >/dev/null 2>&1 || echo "tshark not installed: the pcap test will skip"; }
@@ -39,7 +41,12 @@ py-test: build
 	$(PY) -m pytest -q tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
-test: lint rust-test py-test
+test: lint rust-test py-test install-check
+
+# The wheel installed into a fresh venv with the oldest Python here (3.9), used from outside the
+# checkout, and the test suite against that install.
+install-check: build
+	bash tests/install_check.sh
 
 bench:
 	$(CARGO) bench -p macroflow-bench

@@ -30,7 +30,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from hypothesis import HealthCheck, given, settings

@@ -49,12 +49,17 @@ def test_cli_run_list_help_and_errors(tmp_path):
     r = cli("run", str(EXAMPLE), "--out", str(tmp_path), "--duration", "3")
     assert r.returncode == 0, r.stderr
     assert "goodput" in r.stdout and "media/nada" in r.stdout
-    assert len(list(tmp_path.iterdir())) == 1
+    # One run (and the store's lock file, .store.lock).
+    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 1
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nduration_s = -1\n[topology]\npairs = 1\n[[flows]]\ntype = "tcp"\npair = 0\n')
     r = cli("run", str(bad))
     assert r.returncode == 2 and "duration_s" in r.stderr and "bad.toml" in r.stderr
     r = cli("list")
-    assert "coupled_vs_uncoupled_dumbbell.toml" in r.stdout
+    assert "scenarios/coupled_vs_uncoupled_dumbbell.toml" in r.stdout
+    # A shipped scenario by its name, from a directory without one (outside a checkout).
+    r = subprocess.run([sys.executable, "-m", "macroflow", "run", "scenarios/red_queue.toml", "--out", str(tmp_path / "o"),
+                        "--duration", "1", "-q"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
     r = cli("run", "--help")
     assert r.returncode == 0 and "scenario file" in r.stdout

@@ -30,7 +30,6 @@ app = typer.Typer(
     help="macroflow: coupled congestion control experiments. Without a command: the main job "
     "(worked examples, then the coupled-vs-uncoupled reproduction into out/report.html).",
 )
-SCENARIOS = pathlib.Path(__file__).resolve().parent.parent.parent / "scenarios"
 
 
 def _fail(msg: str) -> None:
@@ -190,9 +189,11 @@ def list_cmd() -> None:
     """List the shipped scenario files and the named reproductions."""
     from macroflow.reproductions import REPRODUCTIONS
 
-    typer.echo("scenarios:")
-    for f in sorted(SCENARIOS.glob("*.toml")):
-        typer.echo(f"  {f.relative_to(SCENARIOS.parent)}")
+    from macroflow.scenario import SHIPPED
+
+    typer.echo(f"scenarios (in {SHIPPED}; `macroflow run scenarios/NAME.toml` finds them from anywhere):")
+    for f in sorted(SHIPPED.glob("*.toml")):
+        typer.echo(f"  scenarios/{f.name}")
     typer.echo("reproductions (macroflow reproduce NAME):")
     for name, r in sorted(REPRODUCTIONS.items()):
         typer.echo(f"  {name}: {r.title}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import networkx as nx
 import numpy as np
@@ -107,7 +107,18 @@ def from_topohub(key: str) -> nx.Graph:
         data = topohub.get(key)
     except KeyError as e:
         raise ValueError(f"topohub has no topology {key!r}") from e
-    return nx.Graph(nx.node_link_graph(data, edges="edges"))
+    return _node_link_graph(data)
+
+
+def _node_link_graph(data: Dict[str, Any]) -> nx.Graph:
+    """topohub's node-link data (links under "edges") as a graph. Built here rather than with
+    ``nx.node_link_graph(data, edges="edges")``: that keyword needs networkx 3.4, which needs
+    Python 3.10, and the package supports 3.9."""
+    g = nx.Graph(**data.get("graph", {}))
+    g.add_nodes_from((n["id"], {k: v for k, v in n.items() if k != "id"}) for n in data["nodes"])
+    g.add_edges_from((e["source"], e["target"], {k: v for k, v in e.items() if k not in ("source", "target")})
+                     for e in data["edges"])
+    return g
 
 
 def attach_edge_routers(core: nx.Graph, edge_nodes: int, seed: int) -> Tuple[nx.Graph, List[str]]:
@@ -291,7 +302,7 @@ def geant(core_gbps: float = 10.0, key: str = "sndlib/geant") -> Topology:
     senders never reach such demands, so they do not bind and are not modelled."""
     import topohub
 
-    g = nx.Graph(nx.node_link_graph(topohub.get(key, use_names=True), edges="edges"))
+    g = _node_link_graph(topohub.get(key, use_names=True))
     for _, _, d in g.edges(data=True):
         d["capacity"] = core_gbps
     node_cap = {v: sum(d["capacity"] for _, _, d in g.edges(v, data=True)) for v in g.nodes}

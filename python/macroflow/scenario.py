@@ -14,7 +14,10 @@ Every field is documented on its model below; ``scenarios/`` has a commented exa
 from __future__ import annotations
 
 import pathlib
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
 from typing import Annotated, Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -467,17 +470,37 @@ def with_duration(sc: Scenario, duration_s: float, source: str = "duration") -> 
 
 def parse(text: str, source: str = "<string>") -> Scenario:
     """Validates a scenario given as TOML text."""
+    return validate(parse_toml(text, source), source)
+
+
+def parse_toml(text: str, source: str = "<string>") -> Dict[str, Any]:
+    """TOML text as a dict, after the shape checks (size, nesting), not yet validated."""
     _check_shape(text, source)
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{source}: not valid TOML: {e}") from None
-    return validate(data, source)
 
 
-def load(path: Union[str, pathlib.Path]) -> Scenario:
-    """Reads and validates a scenario file (UTF-8, at most ``MAX_SCENARIO_BYTES``)."""
+#: The scenario files shipped in the package (a checkout's ``scenarios/`` links here).
+SHIPPED = pathlib.Path(__file__).resolve().parent / "scenarios"
+
+
+def find(path: Union[str, pathlib.Path]) -> pathlib.Path:
+    """`path` if it exists; otherwise the shipped scenario of that file name, if there is one (so
+    ``scenarios/red_queue.toml`` or ``red_queue`` work outside a checkout); otherwise `path`."""
     p = pathlib.Path(path)
+    if p.exists():
+        return p
+    name = p.name if p.suffix == ".toml" else p.name + ".toml"
+    shipped = SHIPPED / name
+    return shipped if shipped.is_file() else p
+
+
+def read(path: Union[str, pathlib.Path]) -> Tuple[str, pathlib.Path]:
+    """The text of a scenario file (UTF-8, at most ``MAX_SCENARIO_BYTES``; see :func:`find` for
+    shipped names) and the path it was read from."""
+    p = find(path)
     try:
         with open(p, "rb") as f:
             raw = f.read(MAX_SCENARIO_BYTES + 1)  # /dev/zero, or a huge file by mistake
@@ -486,9 +509,14 @@ def load(path: Union[str, pathlib.Path]) -> Scenario:
     if len(raw) > MAX_SCENARIO_BYTES:
         raise ScenarioError(f"{p}: larger than {MAX_SCENARIO_BYTES:,} bytes; not a scenario file")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8"), p
     except UnicodeDecodeError as e:
         raise ScenarioError(f"{p}: not UTF-8 text (byte {e.start}): a scenario file is TOML") from None
+
+
+def load(path: Union[str, pathlib.Path]) -> Scenario:
+    """Reads and validates a scenario file (see :func:`read`)."""
+    text, p = read(path)
     return parse(text, str(p))
 
 

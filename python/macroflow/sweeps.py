@@ -25,12 +25,16 @@ import pathlib
 import socket
 import threading
 import time
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from macroflow.results import StoreError, clean_partials, code_version, compute_run, is_stored, run_key, store_run, write_json_atomic
-from macroflow.scenario import Scenario, ScenarioError, validate
+from macroflow.scenario import Scenario, ScenarioError, parse_toml, validate
+from macroflow.scenario import read as read_scenario
 
 __all__ = ["Job", "SweepError", "parse_setting", "set_path", "plan", "sweep", "SweepProgress"]
 
@@ -334,13 +338,9 @@ def plan_file(
 ) -> Tuple[Scenario, List[Job], Dict[str, Any]]:
     """Plans a sweep of a scenario file from settings given CLI-style (``"key=v1,v2"``) or as
     (key, values) pairs; returns the base scenario, the jobs and the metadata for ``sweep.json``."""
-    p = pathlib.Path(path)
-    try:
-        base = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise ScenarioError(f"{p}: cannot read: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{p}: not valid TOML: {e}") from None
+    # The same reading and shape checks as a single run's (size, UTF-8, nesting).
+    text, p = read_scenario(path)
+    base = parse_toml(text, str(p))
     sc = validate(base, str(p))
     if duration_s is not None:
         if not duration_s > 0:
