@@ -1,0 +1,249 @@
+//! The network fabric: links, the packet pool and forwarding. Per hop a packet costs at most two
+//! events: the end of its serialization and its arrival; a link keeps only its head packet's
+//! arrival scheduled (its propagating packets wait in order in the link's pipe), so the event
+//! heap stays small.
+
+use super::record::PacketTaps;
+use super::sched::{Event, Scheduler};
+use super::PacketCounts;
+use crate::net::queue::QItem;
+use crate::net::{LinkId, Network, NodeId};
+use crate::packet::{Packet, PacketId, PacketPool};
+use crate::rng::SimRng;
+use crate::stats::PacketEventKind;
+use crate::transport::tcp::Outbox;
+use coupling::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum NetEvent {
+    /// A link finished serializing its current packet.
+    TxDone(u32),
+    /// The head of a link's pipe reaches the far end.
+    Arrive(u32),
+}
+
+#[derive(Debug)]
+pub(crate) struct Fabric {
+    pub net: Network,
+    pool: PacketPool,
+    counts: PacketCounts,
+    /// Packet traces and pcap captures: packets as the fabric moves them.
+    pub taps: PacketTaps,
+    /// Packets of each TCP flow in the network (data and ACKs): its agent keeps a finished flow's
+    /// connection until none is left.
+    tcp_in_network: Vec<u32>,
+    /// TCP flows whose last packet in the network a queue dropped (their agent may free them).
+    tcp_emptied_by_drop: Vec<u32>,
+}
+
+impl Fabric {
+    pub fn new(net: Network) -> Self {
+        Fabric {
+            net,
+            pool: PacketPool::default(),
+            counts: PacketCounts::default(),
+            taps: PacketTaps::default(),
+            tcp_in_network: Vec::new(),
+            tcp_emptied_by_drop: Vec::new(),
+        }
+    }
+
+    /// Sends every packet in the outbox from its source node, in the order they were written.
+    pub fn send_all(
+        &mut self,
+        out: &mut Outbox,
+        now: Instant,
+        sched: &mut Scheduler,
+        rng: &mut SimRng,
+    ) {
+        // The buffer is handed back to keep its capacity.
+        let mut buf = std::mem::take(&mut out.packets);
+        for p in buf.drain(..) {
+            self.counts.created += 1;
+            if p.kind.is_tcp() {
+                let f = p.flow as usize;
+                if f >= self.tcp_in_network.len() {
+                    self.tcp_in_network.resize(f + 1, 0);
+                }
+                self.tcp_in_network[f] += 1;
+            }
+            let src = p.src;
+            let id = self.pool.alloc(p);
+            // Flows have distinct endpoints, so nothing is delivered where it is sent.
+            let delivered = self.forward(src, id, now, sched, rng);
+            debug_assert!(delivered.is_none(), "a packet sent to its own source");
+        }
+        out.packets = buf;
+    }
+
+    /// Packets of TCP flow `f` in the network.
+    pub fn tcp_in_network(&self, f: u32) -> u32 {
+        self.tcp_in_network.get(f as usize).copied().unwrap_or(0)
+    }
+
+    /// The TCP flows whose last packet in the network was dropped since the last call.
+    pub fn take_tcp_emptied(&mut self, into: &mut Vec<u32>) {
+        into.append(&mut self.tcp_emptied_by_drop);
+    }
+
+    /// Runs a link event; returns the packet it delivered to its destination, if any.
+    pub fn handle(
+        &mut self,
+        ev: NetEvent,
+        now: Instant,
+        sched: &mut Scheduler,
+        rng: &mut SimRng,
+    ) -> Option<Packet> {
+        match ev {
+            NetEvent::TxDone(l) => {
+                self.tx_done(LinkId(l), now, sched, rng);
+                None
+            }
+            NetEvent::Arrive(l) => {
+                let link = &mut self.net.links[l as usize];
+                let (_, id) = link.pipe.pop_front().expect("an arrival has a packet");
+                let to = link.to;
+                if let Some(&(t, _)) = link.pipe.front() {
+                    sched.schedule(t, Event::Net(NetEvent::Arrive(l)));
+                }
+                self.forward(to, id, now, sched, rng)
+            }
+        }
+    }
+
+    /// Forwards a packet at node `at`: delivered (freed from the pool and returned) if it is
+    /// its destination, queued on the next link otherwise.
+    fn forward(
+        &mut self,
+        at: NodeId,
+        id: PacketId,
+        now: Instant,
+        sched: &mut Scheduler,
+        rng: &mut SimRng,
+    ) -> Option<Packet> {
+        let p = self.pool.get(id);
+        if p.dst == at {
+            let p = self.pool.free(id);
+            self.counts.delivered += 1;
+            if p.kind.is_tcp() {
+                self.tcp_in_network[p.flow as usize] -= 1;
+            }
+            self.taps.trace(now, PacketEventKind::Deliver, u32::MAX, &p);
+            return Some(p);
+        }
+        let link = self
+            .net
+            .route(at, p.dst, p.hash)
+            .expect("flows are checked for routes when added");
+        self.enqueue(link, id, now, sched, rng);
+        None
+    }
+
+    /// Offers a packet to a link: every packet goes through the queue discipline (so RED's
+    /// average, a marker's meter and random drop see all arrivals, as in ns-2), and an idle link
+    /// takes it straight back out.
+    fn enqueue(
+        &mut self,
+        link: LinkId,
+        id: PacketId,
+        now: Instant,
+        sched: &mut Scheduler,
+        rng: &mut SimRng,
+    ) {
+        let p = *self.pool.get(id);
+        self.taps.trace(now, PacketEventKind::Enqueue, link.0, &p);
+        let l = &mut self.net.links[link.0 as usize];
+        l.stats.offered_pkts += 1;
+        if l.transmitting.is_none() && l.queue.bypass_when_idle() {
+            // A plain FIFO at an idle link: in and straight out again (see Queue::bypass_when_idle).
+            self.start_tx(link, id, p.size_bytes, now, sched);
+            return;
+        }
+        l.account_queue(now);
+        let item = QItem {
+            id,
+            size_bytes: p.size_bytes,
+            flow: p.flow,
+            dscp: p.dscp,
+            color: p.color,
+        };
+        let dropped = l.queue.enqueue(item, now, rng);
+        if let Some(d) = dropped {
+            let l = &mut self.net.links[link.0 as usize];
+            l.stats.dropped_pkts += 1;
+            l.stats.dropped_bytes += d.size_bytes as u64;
+            self.counts.dropped += 1;
+            let dp = self.pool.free(d.id);
+            self.taps.trace(now, PacketEventKind::Drop, link.0, &dp);
+            if dp.kind.is_tcp() {
+                let n = &mut self.tcp_in_network[dp.flow as usize];
+                *n -= 1;
+                if *n == 0 {
+                    self.tcp_emptied_by_drop.push(dp.flow);
+                }
+            }
+        }
+        let l = &mut self.net.links[link.0 as usize];
+        if l.transmitting.is_none() {
+            if let Some(next) = l.queue.dequeue(now) {
+                self.start_tx(link, next.id, next.size_bytes, now, sched);
+            }
+        } else {
+            l.note_queue_len();
+        }
+    }
+
+    fn start_tx(
+        &mut self,
+        link: LinkId,
+        id: PacketId,
+        size: u32,
+        now: Instant,
+        sched: &mut Scheduler,
+    ) {
+        if self.taps.active() {
+            let p = *self.pool.get(id);
+            self.taps.transmit(now, link.0, &p);
+        }
+        let l = &mut self.net.links[link.0 as usize];
+        l.transmitting = Some(id);
+        let tx = l.tx_time(size);
+        l.stats.busy_ns += tx.as_nanos();
+        l.stats.tx_pkts += 1;
+        l.stats.tx_bytes += size as u64;
+        sched.schedule(now + tx, Event::Net(NetEvent::TxDone(link.0)));
+    }
+
+    fn tx_done(&mut self, link: LinkId, now: Instant, sched: &mut Scheduler, _rng: &mut SimRng) {
+        let l = &mut self.net.links[link.0 as usize];
+        let id = l
+            .transmitting
+            .take()
+            .expect("a link finishing a transmission has a packet");
+        let arrive = now + l.delay;
+        l.pipe.push_back((arrive, id));
+        let first = l.pipe.len() == 1;
+        l.account_queue(now);
+        let next = l.queue.dequeue(now);
+        if first {
+            sched.schedule(arrive, Event::Net(NetEvent::Arrive(link.0)));
+        }
+        if let Some(item) = next {
+            self.start_tx(link, item.id, item.size_bytes, now, sched);
+        }
+    }
+
+    /// Packets created, delivered, dropped and in flight so far: created = delivered + dropped +
+    /// in flight always holds.
+    pub fn packet_counts(&self) -> PacketCounts {
+        PacketCounts {
+            in_flight: self.pool.live() as u64,
+            ..self.counts
+        }
+    }
+
+    /// The high-water mark of the packet pool.
+    pub fn pool_capacity(&self) -> usize {
+        self.pool.capacity()
+    }
+}

@@ -1,0 +1,581 @@
+//! The discrete-event engine and the simulation it runs.
+//!
+//! `Sim` is wiring: each concern is a module owning its state, and an event goes to the module
+//! that handles it.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`sched`] | simulated time and the pending events |
+//! | [`fabric`] | the network: links, the packet pool, forwarding; packet taps |
+//! | [`tcp_flows`] | TCP flows: connections, timers, what they tell their coupling group |
+//! | [`udp_flows`] | UDP flows and their traffic sources |
+//! | [`media_flows`] | rate-controlled media flows, their feedback, their FSE signalling |
+//! | [`coupling`] | the TCP coupling groups and FSE groups, and the errors they return |
+//! | [`record`] | time series (flows, media, queues), packet trace, pcap captures |
+//!
+//! Adding a transport: a module with its flows and events, an `Event` variant, and its lines in
+//! `dispatch` and `deliver`. One seeded generator draws every random number, so a run is bitwise
+//! reproducible.
+
+mod coupling;
+mod fabric;
+mod media_flows;
+mod record;
+mod sched;
+mod tcp_flows;
+mod udp_flows;
+
+pub use self::coupling::CouplingErrors;
+pub use media_flows::{FseCoupling, MediaFlowConfig};
+pub use record::{MAX_SAMPLE_ROWS, MIN_SAMPLE_INTERVAL};
+pub use tcp_flows::TcpFlowConfig;
+pub use udp_flows::UdpFlowConfig;
+
+use self::coupling::{FseSignalling, TcpCoupling};
+use crate::error::SimError;
+use crate::net::{LinkId, Network, NodeId};
+use crate::packet::{Packet, PacketKind};
+use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
+use crate::rng::{seeded, SimRng};
+use crate::stats::{LinkSummary, Results};
+use crate::traffic::WebWorkload;
+use crate::transport::rate::{RateReceiver, RateSender};
+use crate::transport::tcp::Outbox;
+use ::coupling::fse::Algorithm;
+use ::coupling::tcp::{CouplerKind, TcpCoupler};
+use ::coupling::{Duration, Instant};
+use fabric::Fabric;
+use media_flows::MediaFlows;
+use record::Recorder;
+use sched::{Event, Scheduler};
+use std::io::Write;
+use tcp_flows::TcpFlows;
+use udp_flows::UdpFlows;
+
+/// Totals for the packet-conservation check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketCounts {
+    pub created: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+}
+
+/// What a module's handler works with: the clock, the scheduler, the generator, and the fabric
+/// its packets leave through (written to `out`, sent by `flush` at the point the handler says,
+/// so the order of events is that of the code).
+pub(crate) struct Ctx<'a> {
+    pub now: Instant,
+    pub sched: &'a mut Scheduler,
+    pub rng: &'a mut SimRng,
+    pub fabric: &'a mut Fabric,
+    pub out: &'a mut Outbox,
+}
+
+impl Ctx<'_> {
+    pub fn schedule(&mut self, at: Instant, ev: Event) {
+        self.sched.schedule(at, ev);
+    }
+
+    /// Sends the packets written to `out` so far.
+    pub fn flush(&mut self) {
+        self.fabric
+            .send_all(self.out, self.now, self.sched, self.rng);
+    }
+}
+
+#[derive(Debug)]
+pub struct Sim {
+    sched: Scheduler,
+    fabric: Fabric,
+    rng: SimRng,
+    out: Outbox,
+    tcp: TcpFlows,
+    tcp_coupling: TcpCoupling,
+    udp: UdpFlows,
+    media: MediaFlows,
+    fse: FseSignalling,
+    rec: Recorder,
+    /// Scratch: TCP flows whose last packet a queue dropped.
+    emptied: Vec<u32>,
+}
+
+/// Splits `Sim` into a handler context and the modules (disjoint borrows).
+macro_rules! ctx {
+    ($s:expr) => {
+        Ctx {
+            now: $s.sched.now(),
+            sched: &mut $s.sched,
+            rng: &mut $s.rng,
+            fabric: &mut $s.fabric,
+            out: &mut $s.out,
+        }
+    };
+}
+
+impl Sim {
+    /// A simulation over `net` (routes must be computed), with one generator seeded by `seed`.
+    pub fn new(net: Network, seed: u64) -> Result<Self, SimError> {
+        if !net.is_routed() {
+            return Err(SimError::invalid(
+                "network",
+                "unrouted",
+                "routes computed (Network::compute_routes)",
+            ));
+        }
+        Ok(Sim {
+            sched: Scheduler::default(),
+            fabric: Fabric::new(net),
+            rng: seeded(seed),
+            out: Outbox::default(),
+            tcp: TcpFlows::default(),
+            tcp_coupling: TcpCoupling::new(),
+            udp: UdpFlows::default(),
+            media: MediaFlows::default(),
+            fse: FseSignalling::default(),
+            rec: Recorder::default(),
+            emptied: Vec::new(),
+        })
+    }
+
+    pub fn now(&self) -> Instant {
+        self.sched.now()
+    }
+
+    pub fn net(&self) -> &Network {
+        &self.fabric.net
+    }
+
+    pub fn rng(&mut self) -> &mut SimRng {
+        &mut self.rng
+    }
+
+    /// Records every flow's window and every monitored link's queue each `interval`.
+    pub fn sample_every(&mut self, interval: Duration, links: &[LinkId]) -> Result<(), SimError> {
+        if self
+            .rec
+            .sample_every(interval, links, &self.fabric, &mut self.sched)?
+        {
+            self.tcp.start_sampling();
+        }
+        Ok(())
+    }
+
+    /// Captures every packet `link` transmits into a pcap file written to `out` (headers only,
+    /// nanosecond timestamps, raw IPv4: `tshark -r` reads it).
+    pub fn capture(&mut self, link: LinkId, out: Box<dyn Write + Send>) -> Result<(), SimError> {
+        if link.0 as usize >= self.fabric.net.links.len() {
+            return Err(SimError::invalid(
+                "capture.link",
+                link.0,
+                "an existing link",
+            ));
+        }
+        let writer = PcapWriter::new(out, DEFAULT_SNAPLEN)
+            .map_err(|e| SimError::invalid("capture.file", e, "a writable file"))?;
+        self.fabric.taps.add_capture(link, writer);
+        Ok(())
+    }
+
+    /// Records every packet's enqueue, drop, transmission and delivery (memory grows with the run).
+    pub fn trace_packets(&mut self, on: bool) {
+        self.fabric.taps.trace = on.then(Vec::new);
+    }
+
+    /// Flushes the pcap captures.
+    pub fn flush_captures(&mut self) -> Result<(), SimError> {
+        self.fabric.taps.flush_captures()
+    }
+
+    pub fn add_tcp_flow(&mut self, cfg: TcpFlowConfig) -> Result<u32, SimError> {
+        self.tcp.add(cfg, &mut self.fabric, &mut self.sched)
+    }
+
+    /// Adds a UDP flow driven by a traffic source (CBR, on/off, the self-similar cross traffic of
+    /// seed 003 sec. 9.3); returns its index among UDP flows. Errors name the parameter
+    /// (`udp_flow[i].…`).
+    pub fn add_udp_flow(&mut self, cfg: UdpFlowConfig) -> Result<u32, SimError> {
+        self.udp
+            .add(cfg, &mut self.fabric, &mut self.sched, &mut self.rng)
+    }
+
+    /// Adds the short TCP flows of a web-like workload (standing in for the TMIX traces of seed
+    /// 003) between `pairs` of nodes from `start` to `end`; returns the flows' indices.
+    pub fn add_web_workload(
+        &mut self,
+        workload: &WebWorkload,
+        pairs: &[(NodeId, NodeId)],
+        start: Instant,
+        end: Instant,
+        tcp: TcpFlowConfig,
+    ) -> Result<Vec<u32>, SimError> {
+        workload.check("web")?;
+        if end < start {
+            return Err(SimError::invalid(
+                "web.end_s",
+                end.as_secs_f64(),
+                "an end at or after start_s (a web workload that ends before it starts sends nothing)",
+            ));
+        }
+        // Every flow is drawn up front: bound their number, over all the simulation's flows,
+        // before allocating (issue 13; about 300 bytes each).
+        let expected = workload.load_bps * end.saturating_since(start).as_secs_f64()
+            / (8.0 * workload.mean_size_bytes);
+        if expected + self.tcp.len() as f64 > crate::traffic::MAX_WEB_FLOWS as f64 {
+            return Err(SimError::invalid(
+                "web.load_bps",
+                workload.load_bps,
+                "a load and duration that keep the simulation at most 1e6 flows (MAX_WEB_FLOWS)",
+            ));
+        }
+        if pairs.len() != workload.pairs {
+            return Err(SimError::invalid(
+                "web.pairs",
+                pairs.len(),
+                "as many node pairs as web.pairs says",
+            ));
+        }
+        let flows = workload.flows(&mut self.rng, start, end);
+        let mut ids = Vec::with_capacity(flows.len());
+        for f in flows {
+            let (src, dst) = pairs[f.pair];
+            ids.push(self.add_tcp_flow(TcpFlowConfig {
+                src,
+                dst,
+                start: f.start,
+                size_bytes: Some(f.size_bytes),
+                ..tcp.clone()
+            })?);
+        }
+        Ok(ids)
+    }
+
+    /// Adds a media flow driven by the given controller halves; returns its index among media
+    /// flows. Errors name the parameter (`media_flow[i].…`).
+    pub fn add_media_flow(
+        &mut self,
+        cfg: MediaFlowConfig,
+        snd: Box<dyn RateSender>,
+        rcv: Box<dyn RateReceiver>,
+    ) -> Result<u32, SimError> {
+        self.media
+            .add(cfg, snd, rcv, &mut self.fabric, &mut self.sched)
+    }
+
+    /// An FSE flow group running `algorithm` (from `crates/coupling`); returns its index.
+    pub fn add_fse_group(&mut self, algorithm: Algorithm) -> usize {
+        self.fse.add_group(algorithm)
+    }
+
+    /// Couples a media flow to an FSE group; it registers when it starts.
+    pub fn couple_media(&mut self, flow: u32, c: FseCoupling) -> Result<(), SimError> {
+        self.media.couple(flow, c, &self.fse)
+    }
+
+    /// A coupling group running `kind` (from `crates/coupling`, the code users ship).
+    pub fn add_coupling_group(&mut self, kind: CouplerKind) -> usize {
+        self.tcp_coupling.add_group(kind)
+    }
+
+    /// Sets a coupling group's burst limit (`TcpCoupler::set_max_burst_pkts`; 0 by default).
+    pub fn set_max_burst_pkts(&mut self, group: usize, pkts: f64) -> Result<(), SimError> {
+        self.tcp_coupling.set_max_burst_pkts(group, pkts)
+    }
+
+    /// Puts `flow` into `group` with `priority`; it registers when it starts.
+    pub fn couple(&mut self, flow: u32, group: usize, priority: f64) -> Result<(), SimError> {
+        let name = format!("flow[{flow}].coupling");
+        self.tcp_coupling.check_group(&name, group)?;
+        ::coupling::units::check_priority(priority).map_err(|_| {
+            SimError::invalid(
+                format!("{name}.priority"),
+                priority,
+                "a priority > 0 and <= 1e12",
+            )
+        })?;
+        self.tcp.couple(flow, group, priority)
+    }
+
+    /// Changes a coupled flow's priority at `at` (seed 003 Fig. 5.13, 9.12).
+    pub fn schedule_priority(
+        &mut self,
+        at: Instant,
+        flow: u32,
+        priority: f64,
+    ) -> Result<(), SimError> {
+        let name = format!("priority_change[flow {flow}]");
+        let coupled = self.tcp.is_coupled(flow).ok_or(SimError::UnknownFlow {
+            name: name.clone(),
+            flow,
+        })?;
+        if !coupled {
+            return Err(SimError::invalid(name, flow, "a coupled flow"));
+        }
+        ::coupling::units::check_priority(priority).map_err(|_| {
+            SimError::invalid(
+                format!("{name}.priority"),
+                priority,
+                "a priority > 0 and <= 1e12",
+            )
+        })?;
+        let i = self.tcp_coupling.push_change(flow, priority);
+        self.sched.schedule(at, Event::SetPriority(i));
+        Ok(())
+    }
+
+    /// Runs events until `end` (inclusive) or until none are left.
+    pub fn run_until(&mut self, end: Instant) {
+        while !self.run_some(end, u64::MAX) {}
+    }
+
+    /// Runs at most `max_events` events up to `end`; returns whether the run reached `end` (the
+    /// clock is then `end`). A caller that must stay responsive (Ctrl-C from Python) runs a long
+    /// stretch of simulated time in bounded chunks of work this way.
+    pub fn run_some(&mut self, end: Instant, max_events: u64) -> bool {
+        let mut n = 0u64;
+        while self.sched.has_due(end) {
+            if n == max_events {
+                return false;
+            }
+            n += 1;
+            let ev = self.sched.pop_due(end).expect("an event is due");
+            self.dispatch(ev);
+        }
+        self.sched.advance_to(end);
+        true
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::Net(e) => {
+                let now = self.sched.now();
+                if let Some(p) = self.fabric.handle(e, now, &mut self.sched, &mut self.rng) {
+                    self.deliver(&p);
+                }
+            }
+            Event::Tcp(e) => {
+                let mut cx = ctx!(self);
+                self.tcp.handle(e, &mut cx, &mut self.tcp_coupling);
+            }
+            Event::Udp(i) => {
+                let mut cx = ctx!(self);
+                self.udp.send(i, &mut cx);
+            }
+            Event::Media(e) => {
+                let mut cx = ctx!(self);
+                self.media.handle(e, &mut cx, &mut self.fse);
+            }
+            Event::Fse(slot) => {
+                let msg = self.fse.take(slot);
+                let mut cx = ctx!(self);
+                self.media.fse_deliver(msg, &mut cx, &mut self.fse);
+            }
+            Event::SetPriority(i) => {
+                let (flow, p) = self.tcp_coupling.change(i);
+                self.tcp.set_priority(flow, p, &mut self.tcp_coupling);
+            }
+            Event::Sample => {
+                self.rec
+                    .sample(&mut self.sched, &mut self.tcp, &self.media, &self.fabric)
+            }
+        }
+        // A TCP flow whose last packet was dropped may be finished: free it now.
+        self.fabric.take_tcp_emptied(&mut self.emptied);
+        for f in self.emptied.drain(..) {
+            self.tcp.retire_if_done(f, &self.fabric);
+        }
+    }
+
+    /// A packet reached its destination: to the module of its kind.
+    fn deliver(&mut self, p: &Packet) {
+        let mut cx = ctx!(self);
+        match p.kind {
+            PacketKind::TcpData | PacketKind::TcpAck => {
+                self.tcp.deliver(p, &mut cx, &mut self.tcp_coupling)
+            }
+            PacketKind::Media | PacketKind::MediaFeedback => {
+                self.media.deliver(p, &mut cx, &mut self.fse)
+            }
+            PacketKind::Udp => self.udp.deliver(p),
+        }
+    }
+
+    /// Packets created, delivered, dropped and in flight so far: created = delivered + dropped +
+    /// in flight always holds.
+    pub fn packet_counts(&self) -> PacketCounts {
+        self.fabric.packet_counts()
+    }
+
+    /// Errors the couplers returned, by call (none are expected).
+    pub fn coupling_errors_by_kind(&self) -> CouplingErrors {
+        CouplingErrors {
+            fse: self.fse.errors,
+            ..self.tcp_coupling.errors
+        }
+    }
+
+    /// Errors the couplers returned (none are expected; see [`Sim::coupling_errors_by_kind`]).
+    pub fn coupling_errors(&self) -> u64 {
+        self.coupling_errors_by_kind().total()
+    }
+
+    /// TCP flows whose connection state is held: started, and not yet finished with nothing of
+    /// them left in the network (finished ones keep only a summary, issue 13).
+    pub fn live_tcp_flows(&self) -> usize {
+        self.tcp.live()
+    }
+
+    /// Events scheduled and not yet run (a long run's heap must stay bounded, issue 12).
+    pub fn pending_events(&self) -> usize {
+        self.sched.pending()
+    }
+
+    pub fn events_run(&self) -> u64 {
+        self.sched.events_run()
+    }
+
+    /// The high-water mark of the packet pool (memory does not grow with simulated time).
+    pub fn packet_pool_capacity(&self) -> usize {
+        self.fabric.pool_capacity()
+    }
+
+    pub fn coupler(&self, group: usize) -> Option<&dyn TcpCoupler> {
+        self.tcp_coupling.coupler(group)
+    }
+
+    /// Summaries and time series of the run so far.
+    pub fn results(&mut self) -> Results {
+        let c = self.packet_counts();
+        assert_eq!(
+            c.created,
+            c.delivered + c.dropped + c.in_flight,
+            "packet conservation: {c:?}"
+        );
+        let now = self.sched.now();
+        for l in &mut self.fabric.net.links {
+            l.account_queue(now);
+        }
+        let duration_s = now.as_secs_f64();
+        let net = &self.fabric.net;
+        let links = net
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                LinkSummary::new(
+                    i as u32,
+                    net.node_name(l.from),
+                    net.node_name(l.to),
+                    l,
+                    duration_s,
+                )
+            })
+            .collect();
+        Results {
+            duration_s,
+            flows: self.tcp.summaries(net, duration_s),
+            media_flows: self.media.summaries(net, duration_s),
+            media_samples: self.rec.media_samples.clone(),
+            udp_flows: self.udp.summaries(net, duration_s),
+            links,
+            flow_samples: self.rec.flow_samples.clone(),
+            queue_samples: self.rec.queue_samples.clone(),
+            packet_events: self.fabric.taps.trace.clone().unwrap_or_default(),
+            packets: self.packet_counts(),
+            events: self.sched.events_run(),
+            sampling_stopped_at_s: self.rec.stopped_at.map(|t| t.as_secs_f64()),
+        }
+    }
+}
+
+/// Values waiting for an event that carries only their index (feedback payloads in flight, delayed
+/// FSE messages): slots are reused, so memory follows what is pending.
+#[derive(Debug)]
+pub(crate) struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    pub fn insert(&mut self, v: T) -> u32 {
+        match self.free.pop() {
+            Some(s) => {
+                self.items[s as usize] = Some(v);
+                s
+            }
+            None => {
+                self.items.push(Some(v));
+                self.items.len() as u32 - 1
+            }
+        }
+    }
+
+    pub fn take(&mut self, slot: u32) -> T {
+        self.free.push(slot);
+        self.items[slot as usize]
+            .take()
+            .expect("a pending slot holds its value")
+    }
+}
+
+/// The source and destination of a flow exist and differ.
+pub(crate) fn check_endpoints(
+    net: &Network,
+    name: &str,
+    src: NodeId,
+    dst: NodeId,
+) -> Result<(), SimError> {
+    for (field, node) in [("src", src), ("dst", dst)] {
+        if node.0 as usize >= net.nodes.len() {
+            return Err(SimError::UnknownNode {
+                name: format!("{name}.{field}"),
+                node: node.0.to_string(),
+            });
+        }
+    }
+    if src == dst {
+        return Err(SimError::invalid(
+            format!("{name}.dst"),
+            dst.0,
+            "a node other than the source",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_dscp(name: &str, dscp: u8) -> Result<(), SimError> {
+    if dscp > 63 {
+        return Err(SimError::invalid(
+            format!("{name}.dscp"),
+            dscp,
+            "a DSCP in 0..=63",
+        ));
+    }
+    Ok(())
+}
+
+/// A deterministic hash of a five-tuple (FNV-1a), for ECMP.
+pub fn five_tuple_hash(src: NodeId, dst: NodeId, proto: u8, sport: u16, dport: u16) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut eat = |b: u8| {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    };
+    for b in src.0.to_le_bytes().into_iter().chain(dst.0.to_le_bytes()) {
+        eat(b);
+    }
+    eat(proto);
+    for b in sport.to_le_bytes().into_iter().chain(dport.to_le_bytes()) {
+        eat(b);
+    }
+    h
+}

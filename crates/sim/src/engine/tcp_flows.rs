@@ -1,0 +1,570 @@
+//! TCP flows: their connections (sender, receiver, timers), driven by events and by the packets
+//! the fabric delivers, and their coupling to TCP coupling groups.
+//!
+//! A flow's connection exists only from the flow's start until it has finished and none of its
+//! packets is left in the network; then a summary replaces it (issue 13: a web workload drew about
+//! 1.2 kB per flow up front and kept it to the end, 62 MB for an hour at 5 Mbit/s).
+
+use super::coupling::TcpCoupling;
+use super::fabric::Fabric;
+use super::sched::{Event, Scheduler};
+use super::{check_dscp, check_endpoints, five_tuple_hash, Ctx};
+use crate::error::SimError;
+use crate::net::NodeId;
+use crate::packet::{Packet, PacketKind};
+use crate::stats::{BurstStats, FlowSample, FlowSummary};
+use crate::transport::cc::CcKind;
+use crate::transport::tcp::{
+    Endpoints, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender,
+};
+use coupling::tcp::TcpState;
+use coupling::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TcpEvent {
+    Start(u32),
+    Rto(u32),
+    DelAck(u32),
+}
+
+/// A TCP flow to simulate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpFlowConfig {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub start: Instant,
+    /// Bytes to transfer; `None`: bulk, for the whole run.
+    pub size_bytes: Option<u64>,
+    pub cc: CcKind,
+    pub tcp: TcpConfig,
+    pub dscp: u8,
+}
+
+impl TcpFlowConfig {
+    pub fn bulk(src: NodeId, dst: NodeId) -> Self {
+        TcpFlowConfig {
+            src,
+            dst,
+            start: Instant::ZERO,
+            size_bytes: None,
+            cc: CcKind::NewReno,
+            tcp: TcpConfig::default(),
+            dscp: 0,
+        }
+    }
+}
+
+/// A TCP flow as the engine keeps it.
+#[derive(Debug)]
+struct Flow {
+    src: NodeId,
+    dst: NodeId,
+    start: Instant,
+    size_bytes: Option<u64>,
+    cc: CcKind,
+    dscp: u8,
+    hash: u32,
+    /// Index into `TcpFlows::configs`: the flows of a web workload share one.
+    tcp: u32,
+    /// (group, priority) if the flow is coupled.
+    coupling: Option<(usize, f64)>,
+    /// Whether the sampler still visits it (it takes one sample after the flow ends).
+    sampled: bool,
+    state: FlowState,
+}
+
+#[derive(Debug)]
+enum FlowState {
+    /// Not started yet.
+    Pending,
+    Live(Box<Conn>),
+    /// Finished and freed. Held inline: a boxed summary per flow, allocated among the
+    /// connections being freed, fragmented the heap (RSS grew twice the summaries' size).
+    Done(DoneFlow),
+}
+
+/// A started TCP flow's endpoints and the engine's state for it.
+#[derive(Debug)]
+struct Conn {
+    snd: TcpSender,
+    rcv: TcpReceiver,
+    /// The (cwnd, ssthresh, state) last reported to the coupler or applied from it.
+    reported: Option<(f64, f64, TcpState)>,
+    left_group: bool,
+    rto_event: Option<Instant>,
+    delack_event: Option<Instant>,
+}
+
+/// What the results need of a finished flow whose connection was freed.
+#[derive(Debug)]
+struct DoneFlow {
+    finished_at: Instant,
+    delivered_bytes: u64,
+    cc: &'static str,
+    snd: SenderStats,
+    rcv: ReceiverStats,
+    bursts: BurstStats,
+}
+
+impl Flow {
+    /// The live connection of a flow the caller knows is live (started, not retired).
+    fn conn(&mut self) -> &mut Conn {
+        match &mut self.state {
+            FlowState::Live(c) => c,
+            _ => unreachable!("a live flow's connection"),
+        }
+    }
+
+    fn live(&mut self) -> Option<&mut Conn> {
+        match &mut self.state {
+            FlowState::Live(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct TcpFlows {
+    flows: Vec<Flow>,
+    /// The TCP configurations flows use (see `Flow::tcp`).
+    configs: Vec<TcpConfig>,
+    /// The flows the sampler visits (started, not finished an interval ago), in id order: with
+    /// web traffic most flows are finished, and visiting them all every interval made the run's
+    /// time grow with the square of its duration (issue 13).
+    sampled: Vec<u32>,
+    /// Scratch for the flows leaving `sampled` at a sample (kept for its capacity).
+    sampling_left: Vec<u32>,
+    /// Whether the recorder samples flows (a starting flow then joins `sampled`).
+    sampled_on: bool,
+}
+
+impl TcpFlows {
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub fn add(
+        &mut self,
+        cfg: TcpFlowConfig,
+        fabric: &mut Fabric,
+        sched: &mut Scheduler,
+    ) -> Result<u32, SimError> {
+        let i = self.flows.len() as u32;
+        let name = format!("flow[{i}]");
+        check_endpoints(&fabric.net, &name, cfg.src, cfg.dst)?;
+        if cfg.size_bytes == Some(0) {
+            return Err(SimError::invalid(
+                format!("{name}.size_bytes"),
+                0,
+                "a transfer of at least 1 byte",
+            ));
+        }
+        check_dscp(&name, cfg.dscp)?;
+        cfg.tcp.check(&format!("{name}.tcp"))?;
+        let hash = five_tuple_hash(cfg.src, cfg.dst, 6, 10_000 + (i % 50_000) as u16, 80);
+        fabric.net.path(cfg.src, cfg.dst, hash)?;
+        fabric.net.path(cfg.dst, cfg.src, hash)?;
+        // The flows of a web workload share their configuration: look at the latest one only.
+        if self.configs.last() != Some(&cfg.tcp) {
+            self.configs.push(cfg.tcp);
+        }
+        sched.schedule(cfg.start, Event::Tcp(TcpEvent::Start(i)));
+        self.flows.push(Flow {
+            src: cfg.src,
+            dst: cfg.dst,
+            start: cfg.start,
+            size_bytes: cfg.size_bytes,
+            cc: cfg.cc,
+            dscp: cfg.dscp,
+            hash,
+            tcp: self.configs.len() as u32 - 1,
+            coupling: None,
+            sampled: false,
+            state: FlowState::Pending,
+        });
+        Ok(i)
+    }
+
+    /// Puts a flow that has not started yet into a coupling group; it registers when it starts.
+    pub fn couple(&mut self, flow: u32, group: usize, priority: f64) -> Result<(), SimError> {
+        let name = format!("flow[{flow}].coupling");
+        let f = self
+            .flows
+            .get_mut(flow as usize)
+            .ok_or(SimError::UnknownFlow {
+                name: name.clone(),
+                flow,
+            })?;
+        if !matches!(f.state, FlowState::Pending) {
+            // It registers when it starts; coupling a running flow is not supported.
+            return Err(SimError::invalid(
+                name,
+                flow,
+                "a flow that has not started yet",
+            ));
+        }
+        f.coupling = Some((group, priority));
+        Ok(())
+    }
+
+    pub fn is_coupled(&self, flow: u32) -> Option<bool> {
+        self.flows.get(flow as usize).map(|f| f.coupling.is_some())
+    }
+
+    /// A scheduled priority change: the coupler is told if the flow is in its group now.
+    pub fn set_priority(&mut self, flow: u32, priority: f64, coupling: &mut TcpCoupling) {
+        let fl = &mut self.flows[flow as usize];
+        if let Some((g, _)) = fl.coupling {
+            fl.coupling = Some((g, priority));
+            if fl.live().is_some_and(|c| !c.left_group) {
+                coupling.set_priority(g, flow, priority);
+            }
+        }
+    }
+
+    pub fn handle(&mut self, ev: TcpEvent, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+        match ev {
+            TcpEvent::Start(f) => self.start(f, cx, coupling),
+            TcpEvent::Rto(f) => self.rto(f, cx, coupling),
+            TcpEvent::DelAck(f) => {
+                let c = self.flows[f as usize].conn();
+                c.delack_event = None;
+                c.rcv.on_delack_timer(cx.now, cx.out);
+                if let Some(d) = c.rcv.delack_deadline() {
+                    if d > cx.now {
+                        self.arm_delack(f, cx);
+                    }
+                }
+                cx.flush();
+                self.retire_if_done(f, cx.fabric);
+            }
+        }
+    }
+
+    /// A packet of flow `p.flow` reached its destination.
+    pub fn deliver(&mut self, p: &Packet, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+        let f = p.flow;
+        match p.kind {
+            PacketKind::TcpData => {
+                let c = self.flows[f as usize].conn();
+                c.rcv.on_data(p, cx.now, cx.out);
+                if c.rcv.delack_deadline().is_some() && c.delack_event.is_none() {
+                    self.arm_delack(f, cx);
+                }
+                cx.flush();
+            }
+            PacketKind::TcpAck => self.on_ack(f, p, cx, coupling),
+            _ => unreachable!("TCP packets only"),
+        }
+        self.retire_if_done(f, cx.fabric);
+    }
+
+    fn arm_rto(&mut self, f: u32, cx: &mut Ctx) {
+        let c = self.flows[f as usize].conn();
+        if let Some(d) = c.snd.rto_deadline() {
+            if c.rto_event.is_none_or(|e| e > d) {
+                c.rto_event = Some(d);
+                cx.schedule(d, Event::Tcp(TcpEvent::Rto(f)));
+            }
+        }
+    }
+
+    fn arm_delack(&mut self, f: u32, cx: &mut Ctx) {
+        let c = self.flows[f as usize].conn();
+        if let Some(d) = c.rcv.delack_deadline() {
+            c.delack_event = Some(d);
+            cx.schedule(d, Event::Tcp(TcpEvent::DelAck(f)));
+        }
+    }
+
+    fn start(&mut self, f: u32, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+        let fl = &mut self.flows[f as usize];
+        let cfg = self.configs[fl.tcp as usize];
+        let ep = Endpoints {
+            flow: f,
+            src: fl.src,
+            dst: fl.dst,
+            dscp: fl.dscp,
+            hash: fl.hash,
+        };
+        let mut c = Box::new(Conn {
+            snd: TcpSender::new(cfg, fl.cc.build(), ep, fl.size_bytes),
+            rcv: TcpReceiver::new(cfg, ep),
+            reported: None,
+            left_group: false,
+            rto_event: None,
+            delack_event: None,
+        });
+        if let Some((g, p)) = fl.coupling {
+            let tp = c.snd.tp;
+            match coupling.register(g, f, p, tp.cwnd, tp.ssthresh) {
+                Some(r) => {
+                    let state = c.snd.coupling_state();
+                    c.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
+                    c.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
+                }
+                None => fl.coupling = None,
+            }
+        }
+        c.snd.start(cx.now, cx.out);
+        fl.state = FlowState::Live(c);
+        if self.sampled_on {
+            // Kept in id order (flows start in any order): the samples at one instant are by flow.
+            let at = self.sampled.partition_point(|&g| g < f);
+            self.sampled.insert(at, f);
+            fl.sampled = true;
+        }
+        self.arm_rto(f, cx);
+        cx.flush();
+    }
+
+    /// Frees a finished flow's connection, keeping its summary, once nothing can reach it any
+    /// more: none of its packets is in the network, no delayed ACK is pending, and the sampler has
+    /// taken the one sample it takes after a flow ends.
+    pub fn retire_if_done(&mut self, f: u32, fabric: &Fabric) {
+        let fl = &mut self.flows[f as usize];
+        let FlowState::Live(c) = &fl.state else {
+            return;
+        };
+        let Some(finished_at) = c.snd.finished_at else {
+            return;
+        };
+        if fabric.tcp_in_network(f) > 0 || c.delack_event.is_some() || fl.sampled {
+            return;
+        }
+        let done = DoneFlow {
+            finished_at,
+            delivered_bytes: c.rcv.delivered_bytes(),
+            cc: c.snd.cc_name(),
+            snd: c.snd.stats,
+            rcv: c.rcv.stats,
+            bursts: c.snd.bursts(),
+        };
+        fl.state = FlowState::Done(done);
+    }
+
+    /// Reports the sender's window to its coupler when it changed, and applies the answer
+    /// (seed 003 sec. 9.2.2: "they update their status each time they change cwnd").
+    fn sync_coupling(&mut self, f: u32, timeout: bool, coupling: &mut TcpCoupling) {
+        let fl = &mut self.flows[f as usize];
+        let Some((g, _)) = fl.coupling else { return };
+        let c = fl.conn();
+        if c.left_group {
+            return;
+        }
+        // A connection reports slow start right after a timeout (seed 003 Table 9.1), whatever its
+        // ssthresh says.
+        let state = if timeout {
+            TcpState::SlowStart
+        } else {
+            c.snd.coupling_state()
+        };
+        let now = (c.snd.tp.cwnd, c.snd.tp.ssthresh, state);
+        if !timeout && c.reported == Some(now) {
+            return;
+        }
+        match coupling.update(g, f, now.0, now.1, state, timeout, c.snd.pipe_pkts()) {
+            Some(Some(r)) => {
+                c.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
+                // Remember the state that was reported: if the answer moves the sender to another
+                // state, the next check reports that at once.
+                c.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
+            }
+            Some(None) => c.reported = Some(now),
+            // Counted by the coupling glue; the sender keeps its own window.
+            None => {}
+        }
+    }
+
+    fn on_ack(&mut self, f: u32, p: &Packet, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+        let now = cx.now;
+        let new_data = self.flows[f as usize].conn().snd.on_ack(p, now, cx.out);
+        self.sync_coupling(f, false, coupling);
+        // Ack-clocked handover: this ACK may release segments of joining flows.
+        let fl = &mut self.flows[f as usize];
+        if let (true, Some((g, _))) = (new_data, fl.coupling) {
+            if !fl.conn().left_group {
+                for &r in coupling.handover(g, f) {
+                    let j = r.conn.0 as u32;
+                    // A group releases only to its members, which are live.
+                    let other = self.flows[j as usize].conn();
+                    let ssthresh = other.snd.tp.ssthresh;
+                    let state = other.snd.coupling_state();
+                    other.snd.set_window(r.cwnd_pkts, ssthresh);
+                    other.reported = Some((r.cwnd_pkts, ssthresh, state));
+                    other.snd.send_available(now, cx.out);
+                    self.arm_rto(j, cx);
+                }
+            }
+        }
+        let fl = &mut self.flows[f as usize];
+        let group = fl.coupling.map(|(g, _)| g);
+        let c = fl.conn();
+        c.snd.send_available(now, cx.out);
+        if let (Some(_), Some(g), false) = (c.snd.finished_at, group, c.left_group) {
+            // A finished transfer leaves its group (Algorithm 6).
+            c.left_group = true;
+            coupling.leave(g, f);
+        }
+        self.arm_rto(f, cx);
+        cx.flush();
+    }
+
+    fn rto(&mut self, f: u32, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+        let now = cx.now;
+        // A retired flow's timer event may still be in the heap: it has nothing to do.
+        let Some(c) = self.flows[f as usize].live() else {
+            return;
+        };
+        // Only the armed event acts. `arm_rto` schedules an earlier event when the deadline moves
+        // earlier and leaves the later one in the heap; that superseded event must not clear the
+        // armed timer and re-arm, or every one of them breeds another (issue 12).
+        if c.rto_event != Some(now) {
+            return;
+        }
+        c.rto_event = None;
+        match c.snd.rto_deadline() {
+            Some(d) if d <= now => {
+                c.snd.on_rto(now);
+                self.sync_coupling(f, true, coupling);
+                let c = self.flows[f as usize].conn();
+                c.snd.send_available(now, cx.out);
+                self.arm_rto(f, cx);
+                cx.flush();
+            }
+            Some(_) => self.arm_rto(f, cx),
+            None => {}
+        }
+    }
+
+    /// Sampling turned on: the live flows are sampled from now on (retired ones have no state
+    /// left), and flows that start later join.
+    pub fn start_sampling(&mut self) {
+        self.sampled_on = true;
+        self.sampled.clear();
+        for (i, fl) in self.flows.iter_mut().enumerate() {
+            fl.sampled = matches!(fl.state, FlowState::Live(_));
+            if fl.sampled {
+                self.sampled.push(i as u32);
+            }
+        }
+    }
+
+    /// One sample of every flow the sampler visits. A finished flow gets one sample after it
+    /// ends, then leaves the list (and may be freed): with web traffic the finished flows
+    /// outnumber the live ones, and re-sampling them made memory grow with the square of the
+    /// duration (issue 13: 4.68 M rows and 2 GB at 600 s).
+    pub fn sample(
+        &mut self,
+        t: Instant,
+        interval: Duration,
+        rows: &mut Vec<FlowSample>,
+        fabric: &Fabric,
+    ) {
+        let flows = &mut self.flows;
+        let mut left = std::mem::take(&mut self.sampling_left);
+        self.sampled.retain(|&i| {
+            let keep = flows[i as usize]
+                .conn()
+                .snd
+                .finished_at
+                .is_none_or(|f| f + interval > t);
+            if !keep {
+                left.push(i);
+            }
+            keep
+        });
+        for &i in &self.sampled {
+            let c = self.flows[i as usize].conn();
+            rows.push(FlowSample {
+                t_ns: t.as_nanos(),
+                flow: i,
+                cwnd_pkts: c.snd.tp.cwnd,
+                ssthresh_pkts: c.snd.tp.ssthresh,
+                state: c.snd.coupling_state(),
+                delivered_bytes: c.rcv.delivered_bytes(),
+                srtt_s: c.snd.srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
+            });
+        }
+        for i in left.drain(..) {
+            self.flows[i as usize].sampled = false;
+            self.retire_if_done(i, fabric);
+        }
+        self.sampling_left = left;
+    }
+
+    /// Flows whose connection state is held (see [`super::Sim::live_tcp_flows`]).
+    pub fn live(&self) -> usize {
+        self.flows
+            .iter()
+            .filter(|f| matches!(f.state, FlowState::Live(_)))
+            .count()
+    }
+
+    /// A row per flow, whatever its state, for a run that has reached `duration_s`.
+    pub fn summaries(&self, net: &crate::net::Network, duration_s: f64) -> Vec<FlowSummary> {
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(i, fl)| {
+                let (finished_at, delivered, cc, snd, rcv, bursts) = match &fl.state {
+                    FlowState::Pending => (
+                        None,
+                        0,
+                        fl.cc.build().name(),
+                        SenderStats::default(),
+                        ReceiverStats::default(),
+                        BurstStats::default(),
+                    ),
+                    FlowState::Live(c) => (
+                        c.snd.finished_at,
+                        c.rcv.delivered_bytes(),
+                        c.snd.cc_name(),
+                        c.snd.stats,
+                        c.rcv.stats,
+                        // Includes the open burst without closing it: results mid-run change
+                        // nothing.
+                        c.snd.bursts(),
+                    ),
+                    FlowState::Done(d) => (
+                        Some(d.finished_at),
+                        d.delivered_bytes,
+                        d.cc,
+                        d.snd,
+                        d.rcv,
+                        d.bursts,
+                    ),
+                };
+                let start = fl.start.as_secs_f64();
+                let end = finished_at.map(|t| t.as_secs_f64());
+                let active = end.unwrap_or(duration_s) - start;
+                FlowSummary {
+                    flow: i as u32,
+                    src: net.node_name(fl.src).to_string(),
+                    dst: net.node_name(fl.dst).to_string(),
+                    cc,
+                    start_s: start,
+                    fct_s: end.map(|e| e - start),
+                    delivered_bytes: delivered,
+                    goodput_bps: if active > 0.0 {
+                        delivered as f64 * 8.0 / active
+                    } else {
+                        0.0
+                    },
+                    data_pkts_sent: snd.data_pkts_sent,
+                    retransmits: snd.retransmits,
+                    timeouts: snd.timeouts,
+                    max_burst_pkts: bursts.max_pkts,
+                    burst_hist: bursts.hist,
+                    fast_recoveries: snd.fast_recoveries,
+                    mean_rtt_s: if snd.rtt_samples > 0 {
+                        snd.rtt_sum_s / snd.rtt_samples as f64
+                    } else {
+                        f64::NAN
+                    },
+                    data_pkts_received: rcv.data_pkts,
+                }
+            })
+            .collect()
+    }
+}
