@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -47,8 +48,23 @@ def run_json(cmd: list[str]) -> dict | None:
     return json.loads(lines[-1])
 
 
-def ours(sc: common.Scenario, starts: list[float], seed: int) -> dict | None:
-    r = run_json([str(OURS), "--scenario", sc.name, "--flows", str(sc.n_flows),
+def build_baseline(rev: str) -> pathlib.Path:
+    """`sim_scenarios` built from git revision `rev` (a detached worktree and target directory
+    under target/baseline/), to compare speed before and after a change in one run."""
+    sha = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    base = ROOT / "target" / "baseline" / sha[:12]
+    src = base / "src"
+    if not src.exists():
+        subprocess.run(["git", "worktree", "add", "--detach", "-f", str(src), sha], cwd=ROOT, check=True,
+                       capture_output=True)
+    subprocess.run(["cargo", "build", "-q", "--release", "-p", "macroflow-bench", "--bin", "sim_scenarios"],
+                   cwd=src, check=True, env={**os.environ, "CARGO_TARGET_DIR": str(base / "target")})
+    return base / "target" / "release" / "sim_scenarios"
+
+
+def ours(sc: common.Scenario, starts: list[float], seed: int, binary: pathlib.Path = OURS) -> dict | None:
+    r = run_json([str(binary), "--scenario", sc.name, "--flows", str(sc.n_flows),
                   "--bottleneck-bps", f"{sc.bottleneck_bps:.0f}", "--bottleneck-delay-s", repr(sc.bottleneck_delay_s),
                   "--access-bps", f"{sc.access_bps:.0f}", "--access-delays-s", ",".join(repr(d) for d in sc.delays()),
                   "--queue-pkts", str(sc.queue_pkts), "--duration", repr(sc.duration_s), "--cc", sc.tcp,
@@ -105,6 +121,8 @@ def main() -> int:
                     help="fraction of each scenario's simulated time (1 = the issues' durations)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", metavar="FILE", help="also write every record to FILE (one JSON object)")
+    ap.add_argument("--baseline", metavar="REV", help="also run macroflow as built at git revision REV and "
+                    "compare speed (issue 14: a change must leave no scenario slower)")
     args = ap.parse_args()
     if args.scenarios:
         names = [n for n in args.scenarios.split(",") if n]
@@ -116,6 +134,7 @@ def main() -> int:
     subprocess.run(["cargo", "build", "-q", "--release", "-p", "macroflow-bench", "--bin", "sim_scenarios"],
                    cwd=ROOT, check=True)
     peers = [p for p in args.peers.split(",") if p]
+    baseline = build_baseline(args.baseline) if args.baseline else None
     ok = True
     everything: dict[str, dict] = {}
     for name in names:
@@ -123,7 +142,17 @@ def main() -> int:
         duration = sc.duration_s * args.duration_scale
         sc = common.with_duration(sc, duration)
         starts = common.start_times(sc, args.seed, True)
-        rows = {"macroflow": ours(sc, starts, args.seed)}
+        if baseline:
+            # Alternately, best of three each: a run of a tenth of a second varies by tens of per
+            # cent on a shared machine, and the fastest run is the one least disturbed.
+            tries: dict[str, list] = {"macroflow": [], f"@{args.baseline}": []}
+            for _ in range(3):
+                tries["macroflow"].append(ours(sc, starts, args.seed))
+                tries[f"@{args.baseline}"].append(ours(sc, starts, args.seed, baseline))
+            rows = {k: max((r for r in v if r), key=lambda r: r["delivered_pkts_per_wall_s"], default=None)
+                    for k, v in tries.items()}
+        else:
+            rows = {"macroflow": ours(sc, starts, args.seed)}
         for p in peers:
             rows[p] = peer(p, name, duration, args.seed)
         everything[name] = rows
@@ -145,6 +174,14 @@ def main() -> int:
         if m is None:
             ok = False
             continue
+        b = rows.get(f"@{args.baseline}") if baseline else None
+        if b:
+            ratio = m["delivered_pkts_per_wall_s"] / b["delivered_pkts_per_wall_s"]
+            same = all(m[k] == b[k] for k in ("goodput_bps", "loss_ratio", "mean_queue_pkts"))
+            # Wall times of runs under a second vary by a few per cent: 5 % is the noise allowance.
+            ok &= check(f"speed vs {args.baseline}", ratio >= 0.95,
+                        f"{ratio:.3f}x ({m['delivered_pkts_per_wall_s']:,.0f} vs {b['delivered_pkts_per_wall_s']:,.0f} "
+                        f"pkts per wall s; outputs {'identical' if same else 'DIFFER'})")
         for p in peers:
             if rows.get(p):
                 line = f"  speed: macroflow / {p} = {m['delivered_pkts_per_wall_s'] / rows[p]['delivered_pkts_per_wall_s']:.1f}x"
