@@ -14,7 +14,9 @@ networks is :class:`FlowModel` (``crates/flowsim``; topologies and traffic in :m
 """
 
 from macroflow._native import (
+    CONGESTION_CONTROLS,
     FSE_ALGORITHMS,
+    RATE_CONTROLLERS,
     SENDER_MODELS,
     TCP_COUPLER_KINDS,
     TCP_STATES,
@@ -49,7 +51,9 @@ from macroflow._native import (
 from macroflow.api import load_results, report, reproduce, run, sweep
 
 __all__ = [
+    "CONGESTION_CONTROLS",
     "FSE_ALGORITHMS",
+    "RATE_CONTROLLERS",
     "SENDER_MODELS",
     "TCP_COUPLER_KINDS",
     "TCP_STATES",

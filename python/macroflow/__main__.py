@@ -186,7 +186,7 @@ def report_cmd(
 
 @app.command("list")
 def list_cmd() -> None:
-    """List the shipped scenario files and the named reproductions."""
+    """List the shipped scenario files, the names scenario files may use, and the reproductions."""
     from macroflow.reproductions import REPRODUCTIONS
 
     from macroflow.scenario import SHIPPED
@@ -194,6 +194,12 @@ def list_cmd() -> None:
     typer.echo(f"scenarios (in {SHIPPED}; `macroflow run scenarios/NAME.toml` finds them from anywhere):")
     for f in sorted(SHIPPED.glob("*.toml")):
         typer.echo(f"  scenarios/{f.name}")
+    from macroflow._native import CONGESTION_CONTROLS, FSE_ALGORITHMS, RATE_CONTROLLERS, TCP_COUPLER_KINDS
+
+    typer.echo(f"congestion controls (cc): {', '.join(CONGESTION_CONTROLS)}")
+    typer.echo(f"rate controllers (controller): {', '.join(RATE_CONTROLLERS)}")
+    typer.echo(f"TCP couplers (groups kind): {', '.join(TCP_COUPLER_KINDS)}")
+    typer.echo(f"FSE algorithms (groups kind): {', '.join(FSE_ALGORITHMS)}")
     typer.echo("reproductions (macroflow reproduce NAME):")
     for name, r in sorted(REPRODUCTIONS.items()):
         typer.echo(f"  {name}: {r.title}")

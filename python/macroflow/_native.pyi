@@ -31,6 +31,12 @@ TCP_COUPLER_KINDS: Final[tuple[str, ...]]
 """The TCP coupler names."""
 TCP_STATES: Final[tuple[str, ...]]
 """``("SS", "CA", "FR")``: slow start, congestion avoidance, fast recovery."""
+CONGESTION_CONTROLS: Final[tuple[str, ...]]
+"""The TCP congestion controls the simulator builds (``cc=``), from its registry
+(``crates/sim/src/transport/cc.rs``, ``CONGESTION_CONTROLS``)."""
+RATE_CONTROLLERS: Final[tuple[str, ...]]
+"""The rate-based media controllers (``controller=``), from the simulator's registry
+(``crates/sim/src/transport/controllers.rs``)."""
 
 # ----------------------------------------------------------------------------------------------
 # Exceptions

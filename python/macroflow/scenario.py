@@ -23,10 +23,16 @@ from typing import Annotated, Any, Callable, Dict, List, Literal, Optional, Tupl
 import pyarrow as pa
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from macroflow._native import FSE_ALGORITHMS, TCP_COUPLER_KINDS
+from macroflow._native import CONGESTION_CONTROLS, FSE_ALGORITHMS, RATE_CONTROLLERS, TCP_COUPLER_KINDS
 from macroflow.sim import Simulation, SimulationError, tables
 
 __all__ = ["Scenario", "ScenarioError", "load", "parse", "validate", "run", "PROGRESS_STEPS"]
+
+
+# Names from the simulator's registries (one list each, in crates/sim): a controller added there is
+# valid here, and in the schema, without an edit.
+CcName = Literal[CONGESTION_CONTROLS]  # type: ignore[valid-type]
+RateControllerName = Literal[RATE_CONTROLLERS]  # type: ignore[valid-type]
 
 
 class ScenarioError(ValueError):
@@ -196,7 +202,7 @@ class TcpFlow(_Endpoints):
     type: Literal["tcp"]
     #: Bytes to send (a flow that completes); bulk when absent.
     size_bytes: Optional[int] = Field(default=None, ge=1, le=2**62)
-    cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
+    cc: CcName = "newreno"
     group: Optional[str] = None
     priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
     #: DSCP of its packets (WRR classifies by it).
@@ -205,7 +211,7 @@ class TcpFlow(_Endpoints):
 
 class MediaFlow(_Endpoints):
     type: Literal["media"]
-    controller: Literal["nada", "gcc", "tfrc", "rap"] = "nada"
+    controller: RateControllerName = "nada"
     source: Literal["greedy", "app_limited", "video"] = "greedy"
     rate_bps: Optional[float] = Field(default=None, gt=0, le=MAX_RATE_BPS)
     #: (start, end) seconds in which the application sends nothing.
@@ -248,7 +254,7 @@ class WebFlow(_Endpoints):
     mean_size_bytes: float = Field(default=50e3, gt=0)
     end_s: Optional[float] = Field(default=None, gt=0, le=MAX_TIME_S)
     pareto_shape: float = Field(default=1.2, gt=1)
-    cc: Literal["newreno", "newreno_abc", "cubic", "ledbat"] = "newreno"
+    cc: CcName = "newreno"
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> "WebFlow":

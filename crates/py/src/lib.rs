@@ -44,5 +44,20 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         PyTuple::new(m.py(), tcp::kind_names())?,
     )?;
     m.add("TCP_STATES", PyTuple::new(m.py(), ["SS", "CA", "FR"])?)?;
+    // The simulator's registries (the one list of each kind of name, in crates/sim).
+    m.add(
+        "CONGESTION_CONTROLS",
+        PyTuple::new(
+            m.py(),
+            ::sim::transport::cc::CcKind::names().collect::<Vec<_>>(),
+        )?,
+    )?;
+    m.add(
+        "RATE_CONTROLLERS",
+        PyTuple::new(
+            m.py(),
+            ::sim::transport::controllers::names().collect::<Vec<_>>(),
+        )?,
+    )?;
     Ok(())
 }

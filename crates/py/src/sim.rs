@@ -602,8 +602,7 @@ impl PySimulation {
         min_rto_s: f64,
         dscp: u8,
     ) -> PyResult<u32> {
-        let kind = CcKind::from_name(cc)
-            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "newreno_abc", "cubic", "ledbat"]))?;
+        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
         let tcp = TcpConfig {
             mss,
             initial_cwnd_pkts,
@@ -680,8 +679,7 @@ impl PySimulation {
         pareto_shape: f64,
         cc: &str,
     ) -> PyResult<Vec<u32>> {
-        let kind = CcKind::from_name(cc)
-            .ok_or_else(|| unknown_name("cc", cc, ["newreno", "newreno_abc", "cubic", "ledbat"]))?;
+        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
         let web = WebWorkload {
             load_bps,
             mean_size_bytes,

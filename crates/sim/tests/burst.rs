@@ -146,7 +146,12 @@ fn a_window_raised_from_outside_leaves_as_one_burst() {
         dscp: 0,
         hash: 0,
     };
-    let mut s = TcpSender::new(TcpConfig::default(), CcKind::NewReno.build(), ep, None);
+    let mut s = TcpSender::new(
+        TcpConfig::default(),
+        CcKind::named("newreno").build(),
+        ep,
+        None,
+    );
     let mut out = Outbox::default();
     let sent = |out: &mut Outbox| std::mem::take(&mut out.packets).len() as u64;
 

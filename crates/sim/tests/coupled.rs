@@ -211,7 +211,7 @@ fn coupled_cubic_under_heavy_loss_and_tiny_priorities_keep_going() {
         let g = sim.add_coupling_group(CouplerKind::Ccc { handover: false });
         for (i, p) in [(0, p1), (1, p2)] {
             let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
-            f.cc = CcKind::Cubic;
+            f.cc = CcKind::named("cubic");
             let id = sim.add_tcp_flow(f).unwrap();
             sim.couple(id, g, p).unwrap();
         }
@@ -235,7 +235,7 @@ fn ledbat_and_tcp_coupled_share_by_priority() {
         let (mut sim, d) = setup(2);
         let g = sim.add_coupling_group(CouplerKind::Ccc { handover: false });
         let mut ids = Vec::new();
-        for (i, cc) in [(0, CcKind::Ledbat), (1, CcKind::NewReno)] {
+        for (i, cc) in [(0, CcKind::named("ledbat")), (1, CcKind::named("newreno"))] {
             let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
             f.cc = cc;
             ids.push(sim.add_tcp_flow(f).unwrap());

@@ -15,7 +15,7 @@ use sim::Sim;
 /// of it (the dissertation reports goodput ratios 0.199, 0.499, 0.799).
 #[test]
 fn fig_5_31_priorities_set_the_goodput_ratio_with_cross_traffic() {
-    for controller in controllers::RATE_CONTROLLERS {
+    for controller in controllers::names() {
         for p2 in [0.2, 0.5, 0.8] {
             let mut net = Network::default();
             let d = dumbbell(&mut net, &DumbbellConfig::dissertation(3)).unwrap();

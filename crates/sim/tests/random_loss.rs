@@ -77,7 +77,7 @@ fn check_model(
 fn reno_throughput_follows_eq5_under_random_loss() {
     check_model(
         "NewReno, Eq. 5",
-        CcKind::NewReno,
+        CcKind::named("newreno"),
         &[(1e-4, 3000), (1e-3, 1000), (1e-2, 1000)],
         |r| r.1,
         0.15,
@@ -90,7 +90,7 @@ fn reno_throughput_follows_eq5_under_random_loss() {
 fn newreno_abc_follows_eq5_with_a_equal_one() {
     check_model(
         "NewReno ABC, Eq. 5 (a = 1)",
-        CcKind::NewRenoAbc,
+        CcKind::named("newreno_abc"),
         &[(1e-3, 1000), (1e-2, 1000)],
         |r| 2f64.sqrt() * r.1,
         0.15,
@@ -103,7 +103,7 @@ fn newreno_abc_follows_eq5_with_a_equal_one() {
 fn cubic_throughput_follows_eq6_under_random_loss() {
     check_model(
         "CUBIC, Eq. 6",
-        CcKind::Cubic,
+        CcKind::named("cubic"),
         &[(1e-4, 2000), (3.4e-4, 1000)],
         |r| r.2,
         0.20,

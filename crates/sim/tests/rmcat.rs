@@ -81,10 +81,7 @@ const RTT_FAIR: &[&str] = &["nada", "gcc", "tfrc"];
 
 #[test]
 fn rtt_fairness_five_flows() {
-    for c in controllers::RATE_CONTROLLERS
-        .iter()
-        .filter(|c| RTT_FAIR.contains(c))
-    {
+    for c in controllers::names().filter(|c| RTT_FAIR.contains(c)) {
         let r = run(c, 4_000_000, &[10, 25, 50, 100, 150], &[], 120);
         let rates: Vec<f64> = (0..5).map(|f| rate(&r, f, 60, 120)).collect();
         let total: f64 = rates.iter().sum();
@@ -118,7 +115,7 @@ fn rtt_fairness_five_flows() {
 /// flow gets ~0.66 of its ~1.14 Mbit/s back.)
 #[test]
 fn media_pause_and_resume() {
-    for c in controllers::RATE_CONTROLLERS {
+    for c in controllers::names() {
         let pause = vec![(Instant::from_secs(40), Instant::from_secs(60))];
         let r = run(c, 3_500_000, &[50, 50, 50], &[vec![], pause], 100);
         let before: Vec<f64> = (0..3).map(|f| rate(&r, f, 20, 40)).collect();

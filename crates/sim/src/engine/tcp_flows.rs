@@ -47,7 +47,7 @@ impl TcpFlowConfig {
             dst,
             start: Instant::ZERO,
             size_bytes: None,
-            cc: CcKind::NewReno,
+            cc: CcKind::named("newreno"),
             tcp: TcpConfig::default(),
             dscp: 0,
         }

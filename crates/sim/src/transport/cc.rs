@@ -133,41 +133,93 @@ impl CongestionControl for NewRenoAbc {
     }
 }
 
-/// The controllers the simulator can build by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CcKind {
-    NewReno,
-    /// [`NewRenoAbc`]: NewReno counting acknowledged segments, as Linux.
-    NewRenoAbc,
-    Cubic,
-    /// LEDBAT (RFC 6817) with its default parameters.
-    Ledbat,
+/// A congestion control the simulator can build: its name (scenario files, Python, the CLI) and
+/// how to build one.
+#[derive(Debug)]
+pub struct CcEntry {
+    pub name: &'static str,
+    /// One line for listings and docs.
+    pub about: &'static str,
+    build: fn() -> Box<dyn CongestionControl>,
+}
+
+/// Every congestion control, by name: the one list the bindings, scenario validation, the CLI and
+/// the docs read. A new controller is its file plus one line here.
+#[rustfmt::skip]
+pub const CONGESTION_CONTROLS: &[CcEntry] = &[
+    CcEntry { name: "newreno", about: "RFC 5681/6582 NewReno, a/cwnd per ACK (ns-2's and ns-3's rule)", build: || Box::new(NewReno) },
+    CcEntry { name: "newreno_abc", about: "NewReno counting acknowledged segments (RFC 3465, Linux tcp_reno_cong_avoid)", build: || Box::new(NewRenoAbc) },
+    CcEntry { name: "cubic", about: "CUBIC (RFC 9438, Linux bic_tcp without HyStart)", build: || Box::new(crate::transport::cubic::Cubic::default()) },
+    CcEntry { name: "ledbat", about: "LEDBAT (RFC 6817) with its default parameters", build: || Box::new(crate::transport::ledbat::Ledbat::default()) },
+];
+
+/// Which congestion control a flow runs: an entry of [`CONGESTION_CONTROLS`].
+#[derive(Clone, Copy, Debug)]
+pub struct CcKind(&'static CcEntry);
+
+impl PartialEq for CcKind {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for CcKind {}
+
+impl Default for CcKind {
+    /// NewReno.
+    fn default() -> Self {
+        CcKind(&CONGESTION_CONTROLS[0])
+    }
 }
 
 impl CcKind {
     pub fn build(self) -> Box<dyn CongestionControl> {
-        match self {
-            CcKind::NewReno => Box::new(NewReno),
-            CcKind::NewRenoAbc => Box::new(NewRenoAbc),
-            CcKind::Cubic => Box::new(crate::transport::cubic::Cubic::default()),
-            CcKind::Ledbat => Box::new(crate::transport::ledbat::Ledbat::default()),
-        }
+        (self.0.build)()
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name
     }
 
     pub fn from_name(name: &str) -> Option<CcKind> {
-        match name {
-            "newreno" | "reno" => Some(CcKind::NewReno),
-            "newreno_abc" => Some(CcKind::NewRenoAbc),
-            "cubic" => Some(CcKind::Cubic),
-            "ledbat" => Some(CcKind::Ledbat),
-            _ => None,
-        }
+        // "reno" is what Linux and ns-3 call it.
+        let name = if name == "reno" { "newreno" } else { name };
+        CONGESTION_CONTROLS
+            .iter()
+            .find(|e| e.name == name)
+            .map(CcKind)
+    }
+
+    /// The controller called `name`, for names written in code; panics if there is none (input
+    /// goes through [`CcKind::from_name`]).
+    pub fn named(name: &str) -> CcKind {
+        CcKind::from_name(name).unwrap_or_else(|| panic!("no congestion control {name:?}"))
+    }
+
+    /// Every name, in the registry's order.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        CONGESTION_CONTROLS.iter().map(|e| e.name)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_registered_controller_builds_under_its_own_name() {
+        let names: Vec<_> = CcKind::names().collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "names are unique");
+        for n in names {
+            assert_eq!(CcKind::named(n).build().name(), n);
+            assert_eq!(CcKind::named(n).name(), n);
+        }
+        assert_eq!(CcKind::from_name("reno"), Some(CcKind::default()));
+        assert_eq!(CcKind::from_name("bbr"), None);
+    }
 
     fn tp(cwnd: f64, ssthresh: f64) -> TcpCc {
         TcpCc {

@@ -728,7 +728,7 @@ mod tests {
     fn built_by_name() {
         use crate::transport::cc::CcKind;
         let kind = CcKind::from_name("cubic").unwrap();
-        assert_eq!(kind, CcKind::Cubic);
+        assert_eq!(kind, CcKind::named("cubic"));
         assert_eq!(kind.build().name(), "cubic");
     }
 }

@@ -720,7 +720,7 @@ mod tests {
     #[test]
     fn built_by_name() {
         let kind = CcKind::from_name("ledbat").unwrap();
-        assert_eq!(kind, CcKind::Ledbat);
+        assert_eq!(kind, CcKind::named("ledbat"));
         assert_eq!(kind.build().name(), "ledbat");
         let mut t = tp(10.0);
         kind.build().init(&mut t);
@@ -771,7 +771,7 @@ mod tests {
         fn single_flow_holds_the_bottleneck_queue_at_target() {
             let (mut sim, d) = setup(1);
             let mut f = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
-            f.cc = CcKind::Ledbat;
+            f.cc = CcKind::named("ledbat");
             sim.add_tcp_flow(f).unwrap();
             let tx = pkt_time(&mut sim, &d);
             let q = mean_queue_between(&mut sim, &d, 60, 180);
@@ -802,7 +802,7 @@ mod tests {
         fn yields_to_newreno() {
             let (mut sim, d) = setup(2);
             let mut ledbat = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
-            ledbat.cc = CcKind::Ledbat;
+            ledbat.cc = CcKind::named("ledbat");
             sim.add_tcp_flow(ledbat).unwrap();
             let reno = TcpFlowConfig::bulk(d.senders[1], d.receivers[1]);
             sim.add_tcp_flow(reno).unwrap();
