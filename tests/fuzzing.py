@@ -137,8 +137,9 @@ def mutated_scenario(draw: Callable) -> dict:
 
 
 def check_scenario(data: dict) -> None:
-    """One scenario example: validated, and if valid run briefly; only package errors allowed."""
-    from macroflow._native import SimulationError
+    """One scenario example: validated, and if valid run briefly; only package errors allowed (a
+    caught panic, SimulationInternalError, is a bug: it fails the example)."""
+    from macroflow._native import SimulationError, SimulationInternalError
     from macroflow.scenario import ScenarioError, run, validate, with_duration
 
     with time_bound():
@@ -146,6 +147,8 @@ def check_scenario(data: dict) -> None:
             sc = validate(data, "fuzz")
             sc = with_duration(sc, min(sc.duration_s, 0.2))
             run(sc)
+        except SimulationInternalError:
+            raise
         except (ScenarioError, SimulationError):
             pass
 
@@ -297,12 +300,16 @@ def check_api(example: Tuple[int, List[Tuple[str, list, dict]]]) -> None:
 
 
 def _calls(name: str, obj: Any, methods: List[str], calls: List[Tuple[str, list, dict]]) -> None:
+    from macroflow._native import SimulationInternalError
+
     for pick, args, kwargs in calls:
         m = methods[(ord(pick) - ord("a")) % len(methods)]
         attr = getattr(obj, m)
         try:
             if callable(attr):
                 attr(*args, **kwargs)
+        except SimulationInternalError as e:  # a caught panic: a bug
+            raise AssertionError(f"{name}.{m}{tuple(args)} raised SimulationInternalError: {e}") from None
         except (ValueError, TypeError, OverflowError):
             pass  # the package's errors derive from ValueError; the others are Python's calling convention
         except Budget:

@@ -408,6 +408,11 @@ def _alive(pid: int) -> bool:
      ["limit_pkts", "1e6"]),
     (DUMBBELL + "for _ in range(4):\n    s.add_web_workload([(a, b)], load_bps=1e9, end_s=390)", ["MAX_WEB_FLOWS"]),
     (DUMBBELL + "s.add_media_flow(a, b, source='video', trace_file='/dev/zero')", ["trace_file", "regular file"]),
+    # A flow starting before the clock ran it backwards (a completion time from the past).
+    (DUMBBELL + "s.add_tcp_flow(a, b)\ns.run(5)\ns.add_tcp_flow(a, b, start_s=0)", ["flow[1].start", "now_s"]),
+    (DUMBBELL + "s.add_tcp_flow(a, b)\ns.run(5)\ns.add_udp_flow(a, b, rate_bps=1e6, start_s=1)", ["udp_flow.start"]),
+    (DUMBBELL + "s.add_tcp_flow(a, b)\ns.run(5)\ns.add_web_workload([(a, b)], load_bps=1e6, start_s=1, end_s=9)",
+     ["web.start_s"]),
 ])
 def test_review_reproducers_are_clear_errors(code: str, words: list) -> None:
     expect_error(code, *words)
@@ -561,8 +566,17 @@ def test_a_panic_in_the_engine_is_a_clear_error_and_closes_the_simulation() -> N
     s = Simulation(seed=1)
     d = s.dumbbell(1)
     s.add_tcp_flow(d["senders"][0], d["receivers"][0])
-    with pytest.raises(SimulationError, match="internal error in the simulator .*a deliberate panic.*closed"):
+    from macroflow import SimulationInternalError
+    with pytest.raises(SimulationInternalError, match="internal error in the simulator .*a deliberate panic.*closed"):
         s._panic_for_test()
+    assert issubclass(SimulationInternalError, SimulationError)
+    # The fuzzers count it as a failure, not as one of the package's refusals.
+    import fuzzing
+    t = Simulation(seed=1)
+    d = t.dumbbell(1)
+    t.add_tcp_flow(d["senders"][0], d["receivers"][0])
+    with pytest.raises(AssertionError, match="SimulationInternalError"):
+        fuzzing._calls("Simulation", t, ["_panic_for_test"], [("a", [], {})])
     with pytest.raises(SimulationError, match="unusable after an earlier failure"):
         s.run(1.0)
     t = Simulation(seed=1)  # others are unaffected

@@ -486,6 +486,10 @@ class TcbCache:
 class SimulationError(ValueError):
     """A simulation was built or run with an invalid parameter; the message names it."""
 
+class SimulationInternalError(SimulationError):
+    """A bug in the simulator (a panic inside the engine, caught): the simulation is closed.
+    Please report it."""
+
 class Simulation:
     """The packet-level simulator. Build the topology first; adding the first flow fixes it and
     computes routes. Times are float seconds (``_s``), rates bit/s (``_bps``)."""

@@ -26,6 +26,12 @@ pyo3::create_exception!(
     pyo3::exceptions::PyValueError,
     "A simulation was built or run with an invalid parameter; the message names it."
 );
+pyo3::create_exception!(
+    macroflow,
+    SimulationInternalError,
+    SimulationError,
+    "A bug in the simulator (a panic inside the engine, caught): the simulation is closed. Please report it."
+);
 
 /// No measurement yet (NaN in Rust) is None in Python: a null in Arrow.
 fn nan_none(x: f64) -> Option<f64> {
@@ -350,7 +356,7 @@ fn closed_on_panic<T>(st: &mut State, r: std::thread::Result<T>) -> PyResult<T> 
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic".into());
-        SimulationError::new_err(format!(
+        SimulationInternalError::new_err(format!(
             "internal error in the simulator ({what}; a bug: please report it); this simulation \
              is closed, create a new one"
         ))
@@ -1241,5 +1247,9 @@ impl PySimulation {
 
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add(
+        "SimulationInternalError",
+        m.py().get_type::<SimulationInternalError>(),
+    )?;
     m.add_class::<PySimulation>()
 }

@@ -207,3 +207,42 @@ fn finished_flows_are_freed_without_changing_results() {
     assert_eq!(a.flows, b.flows);
     assert!(b.flow_samples.len() > 1000);
 }
+
+/// The review of issue 13: when the time series stop at MAX_SAMPLE_ROWS, the flows the sampler
+/// held are freed and later flows are not held (at 1 us intervals the bound is reached within the
+/// first second; every connection used to stay allocated to the end).
+#[test]
+fn flows_are_freed_after_the_time_series_stop_at_their_bound() {
+    let (mut sim, _, ids) = web_for_200_s();
+    sim.sample_every(coupling::Duration::from_micros(1), &[])
+        .unwrap();
+    sim.run_until(Instant::from_secs(260));
+    let r = sim.results();
+    assert!(r.sampling_stopped_at_s.is_some_and(|t| t < 5.0));
+    assert_eq!(sim.live_tcp_flows(), 0, "{} flows", ids.len());
+}
+
+/// The review of issue 13: sampling turned on mid-run still takes the one sample after a flow's
+/// end that a flow finished less than an interval ago gets, even when its connection is freed.
+#[test]
+fn sampling_turned_on_mid_run_samples_a_flow_that_just_finished() {
+    let (mut sim, d) = setup(1);
+    let mut f = TcpFlowConfig::bulk(d.senders[0], d.receivers[0]);
+    f.size_bytes = Some(10_000);
+    sim.add_tcp_flow(f).unwrap();
+    sim.run_until(Instant::from_secs(1));
+    assert_eq!(sim.live_tcp_flows(), 0, "finished and freed");
+    sim.sample_every(coupling::Duration::from_secs(1), &[])
+        .unwrap();
+    sim.run_until(Instant::from_secs(3));
+    let r = sim.results();
+    let fct = r.flows[0].fct_s.unwrap();
+    assert!(fct < 1.0, "{fct}");
+    assert_eq!(r.flow_samples.len(), 1, "one sample, at 1 s");
+    let s = &r.flow_samples[0];
+    assert_eq!(
+        (s.t_ns, s.flow, s.delivered_bytes),
+        (1_000_000_000, 0, 10_000)
+    );
+    assert!(s.cwnd_pkts >= 2.0 && s.srtt_s > 0.0);
+}

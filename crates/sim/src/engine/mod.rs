@@ -156,7 +156,7 @@ impl Sim {
             .rec
             .sample_every(interval, links, &self.fabric, &mut self.sched)?
         {
-            self.tcp.start_sampling();
+            self.tcp.start_sampling(self.sched.now(), interval);
         }
         Ok(())
     }
@@ -188,13 +188,28 @@ impl Sim {
     }
 
     pub fn add_tcp_flow(&mut self, cfg: TcpFlowConfig) -> Result<u32, SimError> {
+        self.not_past(|| format!("flow[{}].start", self.tcp.len()), cfg.start)?;
         self.tcp.add(cfg, &mut self.fabric, &mut self.sched)
+    }
+
+    /// Refuses a time before the clock: an event there would run the clock backwards (a flow
+    /// added after `run` with an earlier start reported a completion time from the past).
+    fn not_past(&self, name: impl FnOnce() -> String, at: Instant) -> Result<(), SimError> {
+        if at < self.sched.now() {
+            return Err(SimError::invalid(
+                name(),
+                format!("{} s", at.as_secs_f64()),
+                "a time at or after the simulation's current time (now_s)",
+            ));
+        }
+        Ok(())
     }
 
     /// Adds a UDP flow driven by a traffic source (CBR, on/off, the self-similar cross traffic of
     /// seed 003 sec. 9.3); returns its index among UDP flows. Errors name the parameter
     /// (`udp_flow[i].…`).
     pub fn add_udp_flow(&mut self, cfg: UdpFlowConfig) -> Result<u32, SimError> {
+        self.not_past(|| "udp_flow.start".into(), cfg.start)?;
         self.udp
             .add(cfg, &mut self.fabric, &mut self.sched, &mut self.rng)
     }
@@ -210,6 +225,7 @@ impl Sim {
         tcp: TcpFlowConfig,
     ) -> Result<Vec<u32>, SimError> {
         workload.check("web")?;
+        self.not_past(|| "web.start_s".into(), start)?;
         if end < start {
             return Err(SimError::invalid(
                 "web.end_s",
@@ -258,6 +274,7 @@ impl Sim {
         snd: Box<dyn RateSender>,
         rcv: Box<dyn RateReceiver>,
     ) -> Result<u32, SimError> {
+        self.not_past(|| "media_flow.start".into(), cfg.start)?;
         self.media
             .add(cfg, snd, rcv, &mut self.fabric, &mut self.sched)
     }
@@ -304,6 +321,7 @@ impl Sim {
         priority: f64,
     ) -> Result<(), SimError> {
         let name = format!("priority_change[flow {flow}]");
+        self.not_past(|| format!("{name}.at"), at)?;
         let coupled = self.tcp.is_coupled(flow).ok_or(SimError::UnknownFlow {
             name: name.clone(),
             flow,

@@ -83,8 +83,10 @@ impl Recorder {
         let t = sched.now();
         if rows >= MAX_SAMPLE_ROWS {
             // The time series stop here (results say when): many flows sampled every microsecond
-            // filled memory within one chunk of events (issue 13). Counted, not silent.
+            // filled memory within one chunk of events (issue 13). Counted, not silent; and the
+            // flows the sampler held can be freed.
             self.stopped_at.get_or_insert(t);
+            tcp.stop_sampling(fabric);
             return;
         }
         tcp.sample(t, interval, &mut self.flow_samples, fabric);

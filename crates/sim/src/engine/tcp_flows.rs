@@ -73,6 +73,8 @@ struct Flow {
     state: FlowState,
 }
 
+// `Done` is large on purpose: held inline (see below), every flow's record has one size.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum FlowState {
     /// Not started yet.
@@ -104,6 +106,9 @@ struct DoneFlow {
     snd: SenderStats,
     rcv: ReceiverStats,
     bursts: BurstStats,
+    /// The window, threshold, state and smoothed RTT it was freed with (nothing changes them
+    /// afterwards): the row of a sample taken after, if sampling is turned on mid-run.
+    last: (f64, f64, TcpState, Option<Duration>),
 }
 
 impl Flow {
@@ -339,6 +344,12 @@ impl TcpFlows {
             snd: c.snd.stats,
             rcv: c.rcv.stats,
             bursts: c.snd.bursts(),
+            last: (
+                c.snd.tp.cwnd,
+                c.snd.tp.ssthresh,
+                c.snd.coupling_state(),
+                c.snd.srtt(),
+            ),
         };
         fl.state = FlowState::Done(done);
     }
@@ -437,16 +448,30 @@ impl TcpFlows {
         }
     }
 
-    /// Sampling turned on: the live flows are sampled from now on (retired ones have no state
-    /// left), and flows that start later join.
-    pub fn start_sampling(&mut self) {
+    /// Sampling turned on at `now` every `interval`: the flows that have started and not
+    /// finished an interval ago are sampled from now on (a retired one from its summary), and
+    /// flows that start later join.
+    pub fn start_sampling(&mut self, now: Instant, interval: Duration) {
         self.sampled_on = true;
         self.sampled.clear();
         for (i, fl) in self.flows.iter_mut().enumerate() {
-            fl.sampled = matches!(fl.state, FlowState::Live(_));
+            fl.sampled = match &fl.state {
+                FlowState::Pending => false,
+                FlowState::Live(_) => true,
+                FlowState::Done(d) => d.finished_at + interval > now,
+            };
             if fl.sampled {
                 self.sampled.push(i as u32);
             }
+        }
+    }
+
+    /// Sampling has stopped for good (the row bound): no flow is held for the sampler any more.
+    pub fn stop_sampling(&mut self, fabric: &Fabric) {
+        self.sampled_on = false;
+        for i in std::mem::take(&mut self.sampled) {
+            self.flows[i as usize].sampled = false;
+            self.retire_if_done(i, fabric);
         }
     }
 
@@ -461,29 +486,42 @@ impl TcpFlows {
         rows: &mut Vec<FlowSample>,
         fabric: &Fabric,
     ) {
-        let flows = &mut self.flows;
+        let flows = &self.flows;
         let mut left = std::mem::take(&mut self.sampling_left);
         self.sampled.retain(|&i| {
-            let keep = flows[i as usize]
-                .conn()
-                .snd
-                .finished_at
-                .is_none_or(|f| f + interval > t);
+            let finished = match &flows[i as usize].state {
+                FlowState::Live(c) => c.snd.finished_at,
+                FlowState::Done(d) => Some(d.finished_at),
+                FlowState::Pending => unreachable!("a sampled flow has started"),
+            };
+            let keep = finished.is_none_or(|f| f + interval > t);
             if !keep {
                 left.push(i);
             }
             keep
         });
         for &i in &self.sampled {
-            let c = self.flows[i as usize].conn();
+            let ((cwnd, ssthresh, state, srtt), delivered) = match &self.flows[i as usize].state {
+                FlowState::Live(c) => (
+                    (
+                        c.snd.tp.cwnd,
+                        c.snd.tp.ssthresh,
+                        c.snd.coupling_state(),
+                        c.snd.srtt(),
+                    ),
+                    c.rcv.delivered_bytes(),
+                ),
+                FlowState::Done(d) => (d.last, d.delivered_bytes),
+                FlowState::Pending => unreachable!("a sampled flow has started"),
+            };
             rows.push(FlowSample {
                 t_ns: t.as_nanos(),
                 flow: i,
-                cwnd_pkts: c.snd.tp.cwnd,
-                ssthresh_pkts: c.snd.tp.ssthresh,
-                state: c.snd.coupling_state(),
-                delivered_bytes: c.rcv.delivered_bytes(),
-                srtt_s: c.snd.srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
+                cwnd_pkts: cwnd,
+                ssthresh_pkts: ssthresh,
+                state,
+                delivered_bytes: delivered,
+                srtt_s: srtt.map_or(f64::NAN, |d| d.as_secs_f64()),
             });
         }
         for i in left.drain(..) {

@@ -305,7 +305,9 @@ impl Network {
                 );
             }
             first.push(hops.len() as u32);
-            self.route_entries += first.len() + hops.len();
+            // Counted as allocated: `extend` may leave up to twice the length.
+            hops.shrink_to_fit();
+            self.route_entries += first.capacity() + hops.capacity();
             self.routes[d] = Some(DestRoutes { first, hops });
         }
         Ok(self.routes[d].as_ref().expect("built above"))
