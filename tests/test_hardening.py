@@ -612,3 +612,20 @@ def test_writers_of_the_same_run_at_once_keep_one_intact_copy(tmp_path) -> None:
         assert is_stored(out, manifest["key"])
         assert not list(out.glob(".damaged-*")), f"trial {trial}: an intact run was moved aside"
         assert not list(out.glob(".partial-*"))
+
+
+def test_coupler_errors_are_in_the_results_by_kind() -> None:
+    """Issue 14: coupler errors were dropped with `let _`; a refused registration quietly ran the
+    flow uncoupled. They are counted by call and reported with the results (none in a normal
+    coupled run)."""
+    from macroflow.sim import tables
+    s = Simulation(seed=1)
+    d = s.dumbbell(2)
+    g = s.add_coupling_group("ccc_handover")
+    for i in range(2):
+        s.couple(s.add_tcp_flow(d["senders"][i], d["receivers"][i], start_s=float(i)), g, 1.0 + i)
+    s.run(5.0)
+    r = s.results()
+    assert r["coupling_errors"] == {"register": 0, "update": 0, "on_ack": 0, "leave": 0, "set_priority": 0, "fse": 0}
+    meta = tables(r)["flows"].schema.metadata
+    assert meta[b"coupling_errors_update"] == b"0"

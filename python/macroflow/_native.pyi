@@ -632,7 +632,10 @@ class Simulation:
     def results(self) -> dict[str, Any]:
         """Columns: ``flows``, ``udp_flows``, ``media_flows``, ``links``, ``flow_samples``, ``queue_samples``,
         ``media_samples`` (dicts of lists);
-        ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``, and ``sampling_stopped_at_s`` (when the time series stopped at 2 M rows; None when they did not).
+        ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``, ``sampling_stopped_at_s`` (when the time series stopped at 2 M rows; None when they did not),
+        and ``coupling_errors``: calls the couplers refused, by call (``register``: the flow then ran
+        uncoupled; ``update``: the sender kept its own window; ``on_ack``, ``leave``,
+        ``set_priority``, ``fse``); none are expected.
 
         ``flows`` (one row per TCP flow): ``flow``, ``src``, ``dst``, ``cc``, ``start_s``, ``fct_s``
         (None unless a finite flow completed), ``delivered_bytes``, ``goodput_bps``,

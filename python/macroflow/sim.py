@@ -24,12 +24,14 @@ TABLES = ("flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_s
 
 def tables(results: Dict[str, Any]) -> Dict[str, pa.Table]:
     """Turns :meth:`Simulation.results` into Arrow tables; run-wide figures (``packets``,
-    ``events``, ``duration_s``) go into each table's schema metadata."""
+    ``events``, ``duration_s``, ``coupling_errors``) go into each table's schema metadata."""
     meta = {
         "duration_s": str(results["duration_s"]),
         "events": str(results["events"]),
         # When the time series stopped at the simulator's row bound ("" when they did not).
         "sampling_stopped_at_s": "" if results.get("sampling_stopped_at_s") is None else str(results["sampling_stopped_at_s"]),
         **{f"packets_{k}": str(v) for k, v in results["packets"].items()},
+        # Calls the couplers refused, by call (none are expected).
+        **{f"coupling_errors_{k}": str(v) for k, v in results["coupling_errors"].items()},
     }
     return {name: pa.table(results[name]).replace_schema_metadata(meta) for name in TABLES}

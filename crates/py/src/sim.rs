@@ -908,7 +908,7 @@ impl PySimulation {
     }
 
     /// Results as columns: {"flows", "links", "flow_samples", "queue_samples"} (each a dict of
-    /// lists) and {"packets", "events", "duration_s"}.
+    /// lists) and {"packets", "events", "duration_s", "sampling_stopped_at_s", "coupling_errors"}.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let r = self.with_sim(|s| Ok(s.results()))?;
         let out = PyDict::new(py);
@@ -1240,6 +1240,19 @@ impl PySimulation {
         out.set_item("packets", pk)?;
         out.set_item("events", r.events)?;
         out.set_item("sampling_stopped_at_s", r.sampling_stopped_at_s)?;
+        let ce = PyDict::new(py);
+        let e = r.coupling_errors;
+        for (k, v) in [
+            ("register", e.register),
+            ("update", e.update),
+            ("on_ack", e.on_ack),
+            ("leave", e.leave),
+            ("set_priority", e.set_priority),
+            ("fse", e.fse),
+        ] {
+            ce.set_item(k, v)?;
+        }
+        out.set_item("coupling_errors", ce)?;
         out.set_item("duration_s", r.duration_s)?;
         Ok(out)
     }

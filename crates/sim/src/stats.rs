@@ -247,6 +247,9 @@ pub struct Results {
     pub events: u64,
     /// When the time series stopped at `engine::MAX_SAMPLE_ROWS` rows (None: they did not).
     pub sampling_stopped_at_s: Option<f64>,
+    /// Calls the couplers refused, by call (none are expected; a refused registration leaves the
+    /// flow uncoupled, a refused UPDATE leaves the sender's own window).
+    pub coupling_errors: crate::engine::CouplingErrors,
 }
 
 /// Jain's fairness index of `xs`: (sum x)^2 / (n * sum x^2); 1 is perfectly fair, 1/n maximally

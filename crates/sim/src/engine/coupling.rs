@@ -204,3 +204,34 @@ impl FseSignalling {
         self.msgs.take(slot)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_calls_are_counted_by_kind_and_change_nothing() {
+        let mut c = TcpCoupling::new();
+        let g = c.add_group(CouplerKind::Ccc { handover: true });
+        assert!(c.register(g, 0, 1.0, 10.0, 1e9).is_some());
+        // Flow 1 never registered: every call about it is refused, and counted.
+        assert_eq!(
+            c.update(g, 1, 10.0, 1e9, TcpState::CongestionAvoidance, false, 10.0),
+            None
+        );
+        assert!(c.handover(g, 1).is_empty());
+        c.leave(g, 1);
+        c.set_priority(g, 1, 2.0);
+        assert!(
+            c.register(g, 0, 1.0, 10.0, 1e9).is_none(),
+            "a second registration"
+        );
+        let e = c.errors;
+        assert_eq!(
+            (e.register, e.update, e.on_ack, e.leave, e.set_priority),
+            (1, 1, 1, 1, 1)
+        );
+        assert_eq!(e.total(), 5);
+        assert_eq!(c.coupler(g).unwrap().len(), 1);
+    }
+}
