@@ -35,6 +35,9 @@ pub struct TcpCc {
     pub in_flight: f64,
     pub srtt: Option<Duration>,
     pub min_rtt: Option<Duration>,
+    /// The sequence number (bytes) after the highest byte sent (Linux `tp->snd_nxt`; Vegas
+    /// marks the end of a window with it).
+    pub snd_nxt: u64,
 }
 
 /// One acknowledgement, as the controller's per-ACK hooks see it.
@@ -48,6 +51,8 @@ pub struct AckSample {
     /// sender's timestamp (LEDBAT, RFC 6817 sec. 2.2).
     pub one_way_delay: Option<Duration>,
     pub now: Instant,
+    /// The cumulative acknowledgement (bytes): Linux's `ack` argument of `.cong_avoid`.
+    pub ack_seq: u64,
 }
 
 pub trait CongestionControl: std::fmt::Debug + Send {
@@ -223,6 +228,7 @@ mod tests {
 
     fn tp(cwnd: f64, ssthresh: f64) -> TcpCc {
         TcpCc {
+            snd_nxt: 0,
             cwnd,
             ssthresh,
             ca_state: CaState::Open,
@@ -235,6 +241,7 @@ mod tests {
     #[test]
     fn newreno_grows_one_per_ack_in_slow_start_and_one_per_window_in_ca() {
         let ack = AckSample {
+            ack_seq: 0,
             acked: 2,
             rtt: None,
             one_way_delay: None,
@@ -267,6 +274,7 @@ mod tests {
     #[test]
     fn newreno_abc_counts_acknowledged_segments() {
         let ack = |acked| AckSample {
+            ack_seq: 0,
             acked,
             rtt: None,
             one_way_delay: None,

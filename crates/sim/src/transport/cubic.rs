@@ -312,6 +312,7 @@ mod tests {
             let mut d = Driver {
                 cc: Cubic::new(cfg),
                 tp: TcpCc {
+                    snd_nxt: 0,
                     cwnd,
                     ssthresh: cwnd,
                     ca_state: CaState::Open,
@@ -339,6 +340,7 @@ mod tests {
             self.now = self.now + Duration::from_nanos(dt.round() as u64);
             self.tp.in_flight = self.tp.cwnd;
             let ack = AckSample {
+                ack_seq: 0,
                 acked: 1,
                 rtt: Some(self.rtt),
                 one_way_delay: None,
@@ -701,6 +703,7 @@ mod tests {
                 let dt = d.rtt.as_nanos() as f64 * per_ack as f64 / d.tp.cwnd;
                 d.now = d.now + Duration::from_nanos(dt.round() as u64);
                 let ack = AckSample {
+                    ack_seq: 0,
                     acked: per_ack,
                     rtt: Some(d.rtt),
                     one_way_delay: None,

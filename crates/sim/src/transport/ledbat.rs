@@ -321,6 +321,7 @@ mod tests {
             let mut f = Fluid {
                 cc: Ledbat::new(cfg).unwrap(),
                 tp: TcpCc {
+                    snd_nxt: 0,
                     cwnd,
                     ssthresh: 1e9,
                     ca_state: CaState::Open,
@@ -363,6 +364,7 @@ mod tests {
             self.tp.in_flight = (self.tp.cwnd - self.per_ack as f64).max(0.0);
             self.tp.srtt = Some(Duration::from_nanos((rtt * 1e9) as u64));
             let ack = AckSample {
+                ack_seq: 0,
                 acked: self.per_ack,
                 rtt: self.tp.srtt,
                 one_way_delay: Some(Duration::from_nanos((owd * 1e9) as u64)),
@@ -398,6 +400,7 @@ mod tests {
 
     fn sample(acked: u32, owd_ms: u64, now: Instant) -> AckSample {
         AckSample {
+            ack_seq: 0,
             acked,
             rtt: None,
             one_way_delay: Some(Duration::from_millis(owd_ms)),
@@ -407,6 +410,7 @@ mod tests {
 
     fn tp(cwnd: f64) -> TcpCc {
         TcpCc {
+            snd_nxt: 0,
             cwnd,
             ssthresh: 1e9,
             ca_state: CaState::Open,
@@ -654,6 +658,7 @@ mod tests {
         let mut t = tp(10.0);
         t.in_flight = 8.0;
         let ack = AckSample {
+            ack_seq: 0,
             acked: 2,
             rtt: None,
             one_way_delay: None,

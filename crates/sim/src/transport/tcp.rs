@@ -185,6 +185,7 @@ impl TcpSender {
             in_flight: 0.0,
             srtt: None,
             min_rtt: None,
+            snd_nxt: 0,
         };
         cc.init(&mut tp);
         TcpSender {
@@ -312,6 +313,7 @@ impl TcpSender {
     fn set_ca_state(&mut self, s: CaState) {
         if self.tp.ca_state != s {
             self.tp.ca_state = s;
+            self.tp.snd_nxt = self.snd_max;
             self.cc.set_state(&mut self.tp, s);
         }
     }
@@ -473,6 +475,7 @@ impl TcpSender {
     /// Enters fast recovery: RFC 6675 sec. 5 with SACK, RFC 6582 step 2 without.
     fn enter_recovery(&mut self, now: Instant, out: &mut Outbox) {
         self.tp.in_flight = self.flight_pkts();
+        self.tp.snd_nxt = self.snd_max;
         self.tp.ssthresh = self.cc.ssthresh(&self.tp);
         self.recover = Some(self.snd_max.saturating_sub(1));
         self.stats.fast_recoveries += 1;
@@ -530,8 +533,10 @@ impl TcpSender {
                 self.rtt_sample(r);
             }
             self.tp.in_flight = self.flight_pkts();
+            self.tp.snd_nxt = self.snd_max;
             let one_way_delay = (ack.owd_ns > 0).then(|| Duration::from_nanos(ack.owd_ns));
             let sample = AckSample {
+                ack_seq: ack.ack,
                 acked: delivered,
                 rtt,
                 one_way_delay,
@@ -610,6 +615,7 @@ impl TcpSender {
         }
         self.stats.timeouts += 1;
         self.tp.in_flight = self.flight_pkts();
+        self.tp.snd_nxt = self.snd_max;
         self.tp.ssthresh = self.cc.ssthresh(&self.tp);
         self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
         self.tp.cwnd = 1.0;
