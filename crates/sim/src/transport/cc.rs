@@ -159,8 +159,14 @@ pub const CONGESTION_CONTROLS: &[CcEntry] = &[
 ];
 
 /// Which congestion control a flow runs: an entry of [`CONGESTION_CONTROLS`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct CcKind(&'static CcEntry);
+
+impl std::fmt::Debug for CcKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CcKind({:?})", self.0.name)
+    }
+}
 
 impl PartialEq for CcKind {
     fn eq(&self, other: &Self) -> bool {
