@@ -156,6 +156,7 @@ pub const CONGESTION_CONTROLS: &[CcEntry] = &[
     CcEntry { name: "newreno_abc", about: "NewReno counting acknowledged segments (RFC 3465, Linux tcp_reno_cong_avoid)", build: || Box::new(NewRenoAbc) },
     CcEntry { name: "cubic", about: "CUBIC (RFC 9438, Linux bic_tcp without HyStart)", build: || Box::new(crate::transport::cubic::Cubic::default()) },
     CcEntry { name: "ledbat", about: "LEDBAT (RFC 6817) with its default parameters", build: || Box::new(crate::transport::ledbat::Ledbat::default()) },
+    CcEntry { name: "vegas", about: "TCP Vegas (Brakmo and Peterson 1995), as Linux tcp_vegas", build: || Box::new(crate::transport::vegas::Vegas::default()) },
 ];
 
 /// Which congestion control a flow runs: an entry of [`CONGESTION_CONTROLS`].

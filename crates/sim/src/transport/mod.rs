@@ -12,3 +12,4 @@ pub mod rate;
 pub mod sack;
 pub mod tcp;
 pub mod tfrc;
+pub mod vegas;
