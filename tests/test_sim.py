@@ -153,7 +153,8 @@ def test_media_flows_and_fse_from_python():
     assert ratio == pytest.approx(0.5, abs=0.02), "after start-up the FSE splits 1 : 0.5"
     assert m[0]["mean_owd_s"] > 0.05
     assert t["media_samples"].num_rows == 2 * 61
-    v = s.add_media_flow(d["senders"][0], d["receivers"][0], controller="nada", source="video", rate_bps=5e5)
+    # Added after the run: it starts now at the earliest (a start in the past is refused).
+    v = s.add_media_flow(d["senders"][0], d["receivers"][0], controller="nada", source="video", rate_bps=5e5, start_s=60.0)
     assert v == 2
     with pytest.raises(SimulationError, match="controller"):
         s.add_media_flow(d["senders"][0], d["receivers"][0], controller="bbr")

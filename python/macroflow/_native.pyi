@@ -492,7 +492,9 @@ class SimulationInternalError(SimulationError):
 
 class Simulation:
     """The packet-level simulator. Build the topology first; adding the first flow fixes it and
-    computes routes. Times are float seconds (``_s``), rates bit/s (``_bps``)."""
+    computes routes. Times are float seconds (``_s``), rates bit/s (``_bps``). Flows and priority
+    changes may be added between ``run`` calls, starting at ``now_s`` or later (an earlier start
+    is refused: it would run the clock backwards)."""
 
     def __init__(self, seed: int = 1) -> None: ...
     def add_node(self, name: str) -> int: ...
@@ -568,7 +570,8 @@ class Simulation:
     ) -> int:
         """A TCP flow; bulk when ``size_bytes`` is None. ``cc``: ``newreno`` (1/cwnd per ACK, as ns-2
         and ns-3), ``newreno_abc`` (RFC 3465 counting of acknowledged segments, as Linux),
-        ``cubic`` (RFC 9438) or ``ledbat`` (RFC 6817)."""
+        ``cubic`` (RFC 9438), ``ledbat`` (RFC 6817) or ``vegas`` (Linux tcp_vegas); the list is
+        ``CONGESTION_CONTROLS``."""
     def add_udp_flow(
         self,
         src: int,
