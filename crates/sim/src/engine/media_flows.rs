@@ -5,7 +5,7 @@
 use super::coupling::{FseMsg, FseSignalling};
 use super::fabric::Fabric;
 use super::sched::{Event, Scheduler};
-use super::{check_dscp, check_endpoints, five_tuple_hash, Ctx, Slab};
+use super::{check_dscp, check_endpoints, check_priority, five_tuple_hash, Ctx, Slab};
 use crate::error::SimError;
 use crate::media::{MediaSource, MediaState};
 use crate::net::NodeId;
@@ -145,13 +145,7 @@ impl MediaFlows {
     ) -> Result<(), SimError> {
         let name = format!("media_flow[{flow}].fse");
         fse.check(&name, &c)?;
-        coupling::units::check_priority(c.priority).map_err(|_| {
-            SimError::invalid(
-                format!("{name}.priority"),
-                c.priority,
-                "a priority > 0 and <= 1e12",
-            )
-        })?;
+        check_priority(&name, c.priority)?;
         if c.delay_max < c.delay_min {
             return Err(SimError::invalid(
                 format!("{name}.delay_max"),

@@ -303,13 +303,7 @@ impl Sim {
     pub fn couple(&mut self, flow: u32, group: usize, priority: f64) -> Result<(), SimError> {
         let name = format!("flow[{flow}].coupling");
         self.tcp_coupling.check_group(&name, group)?;
-        ::coupling::units::check_priority(priority).map_err(|_| {
-            SimError::invalid(
-                format!("{name}.priority"),
-                priority,
-                "a priority > 0 and <= 1e12",
-            )
-        })?;
+        check_priority(&name, priority)?;
         self.tcp.couple(flow, group, priority)
     }
 
@@ -329,13 +323,7 @@ impl Sim {
         if !coupled {
             return Err(SimError::invalid(name, flow, "a coupled flow"));
         }
-        ::coupling::units::check_priority(priority).map_err(|_| {
-            SimError::invalid(
-                format!("{name}.priority"),
-                priority,
-                "a priority > 0 and <= 1e12",
-            )
-        })?;
+        check_priority(&name, priority)?;
         let i = self.tcp_coupling.push_change(flow, priority);
         self.sched.schedule(at, Event::SetPriority(i));
         Ok(())
@@ -571,6 +559,19 @@ pub(crate) fn check_endpoints(
         ));
     }
     Ok(())
+}
+
+/// A coupling priority in (0, 1e12], as the couplers take it; the error names `{name}.priority`.
+pub(crate) fn check_priority(name: &str, priority: f64) -> Result<(), SimError> {
+    ::coupling::units::check_priority(priority)
+        .map(|_| ())
+        .map_err(|_| {
+            SimError::invalid(
+                format!("{name}.priority"),
+                priority,
+                "a priority > 0 and <= 1e12",
+            )
+        })
 }
 
 pub(crate) fn check_dscp(name: &str, dscp: u8) -> Result<(), SimError> {
