@@ -22,7 +22,7 @@ pub struct RateEntry {
 /// Every rate-based controller, by name: the one list the bindings, scenario validation and the
 /// CLI read. A new controller is its file plus one line here.
 #[rustfmt::skip]
-pub const RATE_CONTROLLERS: &[RateEntry] = &[
+pub static RATE_CONTROLLERS: &[RateEntry] = &[
     RateEntry { name: "nada", about: "NADA (RFC 8698)", build: nada },
     RateEntry { name: "tfrc", about: "TFRC (RFC 5348)", build: tfrc },
     RateEntry { name: "gcc", about: "Google Congestion Control (draft-ietf-rmcat-gcc-02)", build: gcc },
