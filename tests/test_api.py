@@ -91,6 +91,23 @@ def test_stub_class_members_match(name):
             continue
         runtime_params = [p for p in sig.parameters if p != "self"]
         assert stub_params == runtime_params, f"{name}.{mname}"
+        # Defaults too (issue 14: stubs checked against the bindings), where both sides state a
+        # literal (PyO3 shows a default it cannot print as `...`).
+        args = fn.args.args + fn.args.kwonlyargs
+        defaults = dict(zip([a.arg for a in fn.args.args][len(fn.args.args) - len(fn.args.defaults):], fn.args.defaults))
+        defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+        for a in args:
+            if a.arg == "self" or a.arg not in defaults:
+                continue
+            try:
+                stub_default = ast.literal_eval(defaults[a.arg])
+            except ValueError:
+                continue
+            rt = sig.parameters[a.arg].default
+            if rt is inspect.Parameter.empty or rt is Ellipsis:
+                continue
+            assert stub_default == rt and type(stub_default) is type(rt), \
+                f"{name}.{mname}({a.arg}=...): stub {stub_default!r}, bindings {rt!r}"
 
 
 DUNDERS = {"__init__", "__len__", "__contains__"}
