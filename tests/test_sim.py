@@ -88,7 +88,7 @@ def test_invalid_parameters_name_the_parameter():
     with pytest.raises(SimulationError, match=r"flow\[0\]\.src.*99"):
         s.add_tcp_flow(99, d["receivers"][0])
     with pytest.raises(mf.InvalidValueError, match="cc"):
-        s.add_tcp_flow(d["senders"][0], d["receivers"][0], cc="vegas")
+        s.add_tcp_flow(d["senders"][0], d["receivers"][0], cc="bbr")
     with pytest.raises(SimulationError, match=r"flow\[0\]\.tcp\.mss"):
         s.add_tcp_flow(d["senders"][0], d["receivers"][0], mss=0)
     f = s.add_tcp_flow(d["senders"][0], d["receivers"][0])
