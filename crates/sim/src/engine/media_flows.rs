@@ -366,12 +366,19 @@ impl MediaFlows {
         }
         let ready = m.source.ready(now);
         if ready < 1.0 {
-            if !m.idle {
+            let went_idle = !m.idle;
+            if went_idle {
                 m.idle = true;
                 m.snd.set_app_limited(true, now);
             }
             let next = m.source.next_data_at(now);
-            self.fse_sync(i, cx, fse);
+            // Report going idle, and a pause starting or ending (leave or rejoin the FSE); not
+            // every wake-up of an idle pacer: with instant signalling the FSE's answer re-paced
+            // the flow to now, which woke it to report again, forever at one instant.
+            let paused = m.source.is_paused(now);
+            if went_idle || (m.fse.is_some() && paused == m.in_fse) {
+                self.fse_sync(i, cx, fse);
+            }
             if let Some(t) = next {
                 let g = self.flows[i as usize].send_gen;
                 cx.schedule(t, Event::Media(MediaEvent::Send(i, g)));
