@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	@# Dependencies are listed once, in pyproject.toml (the package's, and the dev/test/ray extras).
-	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; x = p["optional-dependencies"]; print("\n".join(p["dependencies"] + x["dev"] + x["test"] + x["ray"]))' > $(VENV)/requirements.txt
+	@# tomllib is Python 3.11's; tomli reads pyproject.toml on 3.9 and 3.10.
+	$(PY) -m pip install -q "tomli>=1.1; python_version < '3.11'"
+	$(PY) -c 'import sys; tomllib = __import__("tomllib" if sys.version_info >= (3, 11) else "tomli"); p = tomllib.load(open("pyproject.toml", "rb"))["project"]; x = p["optional-dependencies"]; print("\n".join(p["dependencies"] + x["dev"] + x["test"] + x["ray"]))' > $(VENV)/requirements.txt
 	$(PY) -m pip install -q -r $(VENV)/requirements.txt
 	@# tshark reads the simulator's pcap captures in a test (which says "skipped" without it).
 	command -v tshark >/dev/null || { echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections 2>/dev/null; \

@@ -22,7 +22,10 @@ echo "install check: $($PY --version) in $WORK"
 "$WORK/venv/bin/pip" install -q --upgrade pip
 "$WORK/venv/bin/pip" install -q "$(ls "$WORK"/wheel/macroflow-*.whl)[test]"
 cd "$WORK"   # no scenarios/ here: the shipped ones are found by name
-"$WORK/venv/bin/macroflow" list | grep -q "scenarios/red_queue.toml"
+# Into a file, then grep: `| grep -q` closes the pipe at the first match, and the rest of the
+# listing then fails with a broken pipe under pipefail.
+"$WORK/venv/bin/macroflow" list > "$WORK/list.txt"
+grep -q "scenarios/red_queue.toml" "$WORK/list.txt"
 "$WORK/venv/bin/macroflow" run scenarios/red_queue.toml --duration 2 --out "$WORK/out" -q >/dev/null
 "$WORK/venv/bin/macroflow" sweep scenarios/red_queue.toml --set topology.queue.max_p=0.02,0.1 --duration 2 \
   --out "$WORK/sweep" --workers 2 >/dev/null

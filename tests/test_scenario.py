@@ -129,3 +129,20 @@ def test_graph_routes_flows_by_name_and_measures_named_links():
     # s1 -> d1 is held to the 4 Mbit/s b->c link; s2 -> d2 takes the rest of a->b.
     assert 2.5e6 < g[0] < 4.1e6 and 5e6 < g[1] < 10e6 and g[0] + g[1] < 10.1e6
     assert len(set(t["queue_samples"].column("link").to_pylist())) == 2
+
+
+def test_shipped_scenarios_are_found_by_name_and_only_by_name(tmp_path, monkeypatch):
+    """Issue 14: outside a checkout, ``scenarios/NAME.toml``, ``NAME.toml`` and ``NAME`` find the
+    shipped file; a missing file elsewhere (a mistyped path to an edited copy) stays an error
+    rather than running the shipped original (the review of issue 14)."""
+    from macroflow.scenario import SHIPPED, ScenarioError, find, load
+    monkeypatch.chdir(tmp_path)  # no scenarios/ here
+    for name in ("scenarios/red_queue.toml", "red_queue.toml", "red_queue"):
+        assert find(name) == SHIPPED / "red_queue.toml"
+    for missing in ("my_runs/red_queue.toml", str(tmp_path / "x" / "red_queue.toml")):
+        with pytest.raises(ScenarioError, match="cannot read"):
+            load(missing)
+    with pytest.raises(ScenarioError, match="cannot read"):
+        load("a" * 300 + ".toml")  # name too long: one line, not a traceback
+    (tmp_path / "red_queue.toml").write_text((SHIPPED / "red_queue.toml").read_text().replace("red-queue", "mine"))
+    assert load("red_queue.toml").name == "mine"  # a file of that path comes first

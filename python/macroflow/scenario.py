@@ -493,10 +493,17 @@ SHIPPED = pathlib.Path(__file__).resolve().parent / "scenarios"
 
 
 def find(path: Union[str, pathlib.Path]) -> pathlib.Path:
-    """`path` if it exists; otherwise the shipped scenario of that file name, if there is one (so
-    ``scenarios/red_queue.toml`` or ``red_queue`` work outside a checkout); otherwise `path`."""
+    """`path` if it exists; otherwise, for ``scenarios/NAME.toml``, ``NAME.toml`` or ``NAME``, the
+    shipped scenario of that name if there is one (so the README's commands work outside a
+    checkout); otherwise `path`. A missing file anywhere else stays missing: a mistyped path to
+    an edited copy must not run the shipped original."""
     p = pathlib.Path(path)
-    if p.exists():
+    try:
+        if p.exists():
+            return p
+    except OSError:  # a name too long for the file system: let open() say so
+        return p
+    if str(p.parent) not in (".", "scenarios"):
         return p
     name = p.name if p.suffix == ".toml" else p.name + ".toml"
     shipped = SHIPPED / name

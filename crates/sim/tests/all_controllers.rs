@@ -126,3 +126,15 @@ fn every_controller_backs_off_under_loss_recovers_and_respects_its_link() {
         assert_eq!(access_drops, 0, "{name} never overruns its own link");
     }
 }
+
+/// The review of issue 14: `CcKind` compared entries of a `const` table by address, and a crate
+/// other than `sim` (this test crate) got its own copy: `default()` inlined here differed from
+/// `named("newreno")` made in `sim`. The table is a static now, compared by name.
+#[test]
+fn congestion_controls_compare_equal_across_crates() {
+    assert_eq!(CcKind::default(), CcKind::named("newreno"));
+    assert_eq!(CcKind::from_name("reno"), Some(CcKind::default()));
+    let n = sim::TcpFlowConfig::bulk(sim::net::NodeId(0), sim::net::NodeId(1));
+    assert_eq!(n.cc, CcKind::named("newreno"));
+    assert_ne!(CcKind::named("cubic"), CcKind::default());
+}
