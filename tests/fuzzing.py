@@ -142,25 +142,15 @@ def check_scenario(data: dict) -> None:
     from macroflow._native import SimulationError, SimulationInternalError
     from macroflow.scenario import ScenarioError, run, validate, with_duration
 
-    reached: List[float] = []
-    try:
-        with time_bound():
-            try:
-                sc = validate(data, "fuzz")
-                sc = with_duration(sc, min(sc.duration_s, 0.2))
-                run(sc, progress=reached.append)
-            except SimulationInternalError:
-                raise
-            except (ScenarioError, SimulationError):
-                pass
-            except Budget:
-                # Interruptible, but a run whose clock has not moved (not even its first 1 %) in
-                # the whole budget is spinning at one instant (the FSE idle-pacer loop of issue 14
-                # passed as "long").
-                if not reached:
-                    raise AssertionError("no simulated time passed in the time bound: a spin at one instant") from None
-    except Budget:
-        pass
+    with time_bound():
+        try:
+            sc = validate(data, "fuzz")
+            sc = with_duration(sc, min(sc.duration_s, 0.2))
+            run(sc)
+        except SimulationInternalError:  # a bug, a spin at one instant included
+            raise
+        except (ScenarioError, SimulationError):
+            pass
 
 
 # --- scenario files generated from the schema ---------------------------------------------------

@@ -888,6 +888,16 @@ impl PySimulation {
             if done {
                 return Ok(());
             }
+            if let Some(t) = self.with_sim(|s| Ok(s.spinning_at()))? {
+                // A bug: handlers scheduling each other at one instant. Closed, as after a panic.
+                *self.lock()? = State::Poisoned;
+                return Err(SimulationInternalError::new_err(format!(
+                    "internal error in the simulator (the clock stood still at {} s for {} events: \
+                     a spin, a bug: please report it); this simulation is closed, create a new one",
+                    t.as_secs_f64(),
+                    sim::engine::MAX_EVENTS_AT_ONE_INSTANT
+                )));
+            }
             py.check_signals()?;
         }
     }

@@ -52,6 +52,10 @@ use std::io::Write;
 use tcp_flows::TcpFlows;
 use udp_flows::UdpFlows;
 
+/// Events at one instant beyond which the simulation is taken to spin (see [`Sim::spinning_at`]):
+/// ten million, where a real burst at one nanosecond is a few thousand events.
+pub const MAX_EVENTS_AT_ONE_INSTANT: u64 = 10_000_000;
+
 /// Totals for the packet-conservation check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PacketCounts {
@@ -438,6 +442,12 @@ impl Sim {
 
     pub fn events_run(&self) -> u64 {
         self.sched.events_run()
+    }
+
+    /// `Some(now)` when the clock has stood still for [`MAX_EVENTS_AT_ONE_INSTANT`] events: the
+    /// simulation spins (a bug). Callers that run in chunks check it between them.
+    pub fn spinning_at(&self) -> Option<Instant> {
+        (self.sched.events_at_this_instant() >= MAX_EVENTS_AT_ONE_INSTANT).then(|| self.sched.now())
     }
 
     /// The high-water mark of the packet pool (memory does not grow with simulated time).

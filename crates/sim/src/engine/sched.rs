@@ -32,6 +32,8 @@ pub(crate) struct Scheduler {
     heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
     next_seq: u64,
     events_run: u64,
+    /// Events run since the clock last moved.
+    at_this_instant: u64,
 }
 
 impl Scheduler {
@@ -58,6 +60,11 @@ impl Scheduler {
             return None;
         }
         self.heap.pop();
+        if t == self.now.as_nanos() {
+            self.at_this_instant += 1;
+        } else {
+            self.at_this_instant = 1;
+        }
         self.now = Instant::from_nanos(t);
         self.events_run += 1;
         Some(ev)
@@ -68,11 +75,43 @@ impl Scheduler {
         self.now = self.now.max(end);
     }
 
+    /// Events run at the current instant without the clock moving: in the millions only when
+    /// handlers keep scheduling each other at one instant (a spin, a bug; issue 14's FSE idle
+    /// loop was one).
+    pub fn events_at_this_instant(&self) -> u64 {
+        self.at_this_instant
+    }
+
     pub fn pending(&self) -> usize {
         self.heap.len()
     }
 
     pub fn events_run(&self) -> u64 {
         self.events_run
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_at_one_instant_are_counted_until_the_clock_moves() {
+        let mut s = Scheduler::default();
+        for _ in 0..5 {
+            s.schedule(Instant::from_nanos(7), Event::Sample);
+        }
+        s.schedule(Instant::from_nanos(9), Event::Sample);
+        let end = Instant::from_nanos(100);
+        for n in 1..=5 {
+            assert!(s.pop_due(end).is_some());
+            assert_eq!(s.events_at_this_instant(), n);
+        }
+        assert!(s.pop_due(end).is_some());
+        assert_eq!(
+            (s.now(), s.events_at_this_instant()),
+            (Instant::from_nanos(9), 1)
+        );
+        assert!(s.pop_due(end).is_none());
     }
 }
