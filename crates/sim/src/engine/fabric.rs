@@ -96,7 +96,7 @@ impl Fabric {
     ) -> Option<Packet> {
         match ev {
             NetEvent::TxDone(l) => {
-                self.tx_done(LinkId(l), now, sched, rng);
+                self.tx_done(LinkId(l), now, sched);
                 None
             }
             NetEvent::Arrive(l) => {
@@ -214,7 +214,7 @@ impl Fabric {
         sched.schedule(now + tx, Event::Net(NetEvent::TxDone(link.0)));
     }
 
-    fn tx_done(&mut self, link: LinkId, now: Instant, sched: &mut Scheduler, _rng: &mut SimRng) {
+    fn tx_done(&mut self, link: LinkId, now: Instant, sched: &mut Scheduler) {
         let l = &mut self.net.links[link.0 as usize];
         let id = l
             .transmitting

@@ -87,6 +87,8 @@ impl Link {
 pub struct Node {
     pub name: String,
     pub out: Vec<LinkId>,
+    /// The links into this node (routing searches backwards from a destination along them).
+    incoming: Vec<LinkId>,
 }
 
 /// The next hops of every node towards one destination (several per node: ECMP), in compressed
@@ -141,6 +143,7 @@ impl Network {
         self.nodes.push(Node {
             name: name.to_string(),
             out: Vec::new(),
+            incoming: Vec::new(),
         });
         self.by_name.insert(name.to_string(), id);
         self.routed = false;
@@ -218,6 +221,7 @@ impl Network {
             last_queue_change: Instant::ZERO,
         });
         self.nodes[from.0 as usize].out.push(id);
+        self.nodes[to.0 as usize].incoming.push(id);
         self.routed = false;
         Ok(id)
     }
@@ -262,26 +266,12 @@ impl Network {
                     "route tables within 1 GiB (MAX_ROUTE_ENTRIES: a table per destination flows use, an entry per node and next hop)",
                 ));
             }
-            let mut incoming_first = vec![0u32; n + 1];
-            for l in &self.links {
-                incoming_first[l.to.0 as usize + 1] += 1;
-            }
-            for i in 0..n {
-                incoming_first[i + 1] += incoming_first[i];
-            }
-            let mut fill = incoming_first.clone();
-            let mut incoming = vec![LinkId(0); self.links.len()];
-            for (i, l) in self.links.iter().enumerate() {
-                let t = l.to.0 as usize;
-                incoming[fill[t] as usize] = LinkId(i as u32);
-                fill[t] += 1;
-            }
             let mut dist = vec![u32::MAX; n];
             let mut frontier = VecDeque::new();
             dist[d] = 0;
             frontier.push_back(d);
             while let Some(v) = frontier.pop_front() {
-                for &l in &incoming[incoming_first[v] as usize..incoming_first[v + 1] as usize] {
+                for &l in &self.nodes[v].incoming {
                     let u = self.links[l.0 as usize].from.0 as usize;
                     if dist[u] == u32::MAX {
                         dist[u] = dist[v] + 1;
