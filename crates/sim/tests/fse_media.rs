@@ -5,10 +5,42 @@ use coupling::{Duration, Instant};
 use sim::engine::{FseCoupling, MediaFlowConfig, UdpFlowConfig};
 use sim::media::MediaSource;
 use sim::net::topology::{dumbbell, DumbbellConfig};
-use sim::net::Network;
+use sim::net::{Network, NodeId};
 use sim::traffic::{SelfSimilarConfig, SourceConfig, SourceKind};
 use sim::transport::controllers;
 use sim::Sim;
+
+/// A media flow of 1000-byte packets from time 0 over `pair`, in FSE group `group` with no
+/// signalling delay; its id.
+fn coupled_media(
+    sim: &mut Sim,
+    (src, dst): (NodeId, NodeId),
+    controller: &str,
+    source: MediaSource,
+    pauses: Vec<(Instant, Instant)>,
+    group: usize,
+    priority: f64,
+) -> u32 {
+    let (snd, rcv) = controllers::build(controller, 1000, "media").unwrap();
+    let cfg = MediaFlowConfig {
+        src,
+        dst,
+        start: Instant::ZERO,
+        packet_bytes: 1000,
+        source,
+        pauses,
+        dscp: 0,
+    };
+    let id = sim.add_media_flow(cfg, snd, rcv).unwrap();
+    let c = FseCoupling {
+        group,
+        priority,
+        delay_min: Duration::ZERO,
+        delay_max: Duration::ZERO,
+    };
+    sim.couple_media(id, c).unwrap();
+    id
+}
 
 /// Seed 003 Fig. 5.31: two coupled flows with priorities 1 and 0.2 / 0.5 / 0.8 share the
 /// bottleneck in proportion to their priorities while self-similar cross traffic takes about half
@@ -33,29 +65,16 @@ fn fig_5_31_priorities_set_the_goodput_ratio_with_cross_traffic() {
             let g = sim.add_fse_group(Algorithm::ConservativeActive);
             let mut ids = Vec::new();
             for (i, p) in [(0usize, 1.0), (1, p2)] {
-                let (snd, rcv) = controllers::build(controller, 1000, "media").unwrap();
-                let cfg = MediaFlowConfig {
-                    src: d.senders[i],
-                    dst: d.receivers[i],
-                    start: Instant::ZERO,
-                    packet_bytes: 1000,
-                    source: MediaSource::Greedy,
-                    pauses: vec![],
-                    dscp: 0,
-                };
-                let id = sim.add_media_flow(cfg, snd, rcv).unwrap();
-                let none = Duration::ZERO;
-                sim.couple_media(
-                    id,
-                    FseCoupling {
-                        group: g,
-                        priority: p,
-                        delay_min: none,
-                        delay_max: none,
-                    },
-                )
-                .unwrap();
-                ids.push(id);
+                let pair = (d.senders[i], d.receivers[i]);
+                ids.push(coupled_media(
+                    &mut sim,
+                    pair,
+                    controller,
+                    MediaSource::Greedy,
+                    vec![],
+                    g,
+                    p,
+                ));
             }
             sim.sample_every(Duration::from_secs(1), &[]).unwrap();
             sim.run_until(Instant::from_secs(300));
@@ -97,24 +116,9 @@ fn an_idle_flow_with_instant_fse_signalling_does_not_spin() {
                 (0usize, MediaSource::AppLimited { rate_bps: 5e5 }),
                 (1, MediaSource::Greedy),
             ] {
-                let (snd, rcv) = controllers::build(controller, 1000, "media").unwrap();
-                let cfg = MediaFlowConfig {
-                    src: d.senders[i],
-                    dst: d.receivers[i],
-                    start: Instant::ZERO,
-                    packet_bytes: 1000,
-                    source,
-                    pauses: vec![(Instant::from_secs(3), Instant::from_secs(4))],
-                    dscp: 0,
-                };
-                let f = sim.add_media_flow(cfg, snd, rcv).unwrap();
-                let c = FseCoupling {
-                    group: g,
-                    priority: 1.0,
-                    delay_min: Duration::ZERO,
-                    delay_max: Duration::ZERO,
-                };
-                sim.couple_media(f, c).unwrap();
+                let pause = vec![(Instant::from_secs(3), Instant::from_secs(4))];
+                let pair = (d.senders[i], d.receivers[i]);
+                coupled_media(&mut sim, pair, controller, source, pause, g, 1.0);
             }
             // Ten seconds take a few hundred thousand events; the spin never got past t = 0.
             assert!(
