@@ -300,16 +300,17 @@ def check_api(example: Tuple[int, List[Tuple[str, list, dict]]]) -> None:
 
 
 def _calls(name: str, obj: Any, methods: List[str], calls: List[Tuple[str, list, dict]]) -> None:
-    from macroflow._native import SimulationInternalError
+    from macroflow._native import CouplingInternalError, FlowModelInternalError, SimulationInternalError
 
+    internal = (SimulationInternalError, CouplingInternalError, FlowModelInternalError)
     for pick, args, kwargs in calls:
         m = methods[(ord(pick) - ord("a")) % len(methods)]
-        attr = getattr(obj, m)
         try:
+            attr = getattr(obj, m)  # a getter runs here
             if callable(attr):
                 attr(*args, **kwargs)
-        except SimulationInternalError as e:  # a caught panic: a bug
-            raise AssertionError(f"{name}.{m}{tuple(args)} raised SimulationInternalError: {e}") from None
+        except internal as e:  # a caught panic: a bug
+            raise AssertionError(f"{name}.{m}{tuple(args)} raised {type(e).__name__}: {e}") from None
         except (ValueError, TypeError, OverflowError):
             pass  # the package's errors derive from ValueError; the others are Python's calling convention
         except Budget:

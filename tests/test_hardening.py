@@ -584,6 +584,127 @@ def test_a_panic_in_the_engine_is_a_clear_error_and_closes_the_simulation() -> N
     t.add_tcp_flow(d["senders"][0], d["receivers"][0])
     t.run(1.0)
     assert t.now_s == 1.0
+    b = Simulation(seed=1)  # a panic while the topology is built closes it too
+    b.dumbbell(1)
+    with pytest.raises(SimulationInternalError, match="a deliberate panic.*closed"):
+        b._panic_for_test(building=True)
+    with pytest.raises(SimulationError, match="unusable after an earlier failure"):
+        b.add_node("x")
+
+
+#: One valid call of every public method of each coupling binding, valid in this order on an object
+#: with flow (or connection) 1 registered. The test below requires an entry for every public name, so
+#: a method added later without the panic guard (or without an entry here) fails it.
+COUPLING_CALLS = {
+    "FseGroup": {
+        "register": ((2, 1.0, 1e6), {}), "update": ((1, 1e6), {}), "set_priority": ((1, 2.0), {}),
+        "flows": ((), {}), "flow": ((1,), {}), "expire": ((0, 1.0), {}), "leave": ((1,), {}),
+    },
+    "Fse": {
+        "register": ((2, 1.0, 1e6), {"group": 1}), "update": ((1, 1e6), {"rtt_s": 0.1}),
+        "set_priority": ((1, 2.0), {}), "expire": ((0,), {}), "configure_group": ((9, "passive"), {}),
+        "remove_group": ((9,), {}), "group_of": ((1,), {}), "group_ids": ((), {}), "group": ((1,), {}),
+        "leave": ((1,), {}),
+    },
+    "TcpCoupler": {
+        "register": ((2, 1.0, 10.0, 64.0), {}), "update": ((1, 10.0, 64.0, "CA"), {}),
+        "set_priority": ((1, 2.0), {}), "on_ack": ((1,), {}), "conn": ((1,), {}), "conns": ((), {}),
+        "leave": ((1,), {}),
+    },
+    "TcpGroups": {
+        "register": ((2, 1.0, 10.0, 64.0), {"group": 1}), "update": ((1, 10.0, 64.0, "CA"), {}),
+        "on_ack": ((1,), {}), "set_priority": ((1, 2.0), {}), "set_max_burst_pkts": ((3.0,), {}),
+        "configure_group": ((9, "etcp"), {}), "remove_group": ((9,), {}), "group_of": ((1,), {}),
+        "group_ids": ((), {}), "group": ((1,), {}), "leave": ((1,), {}),
+    },
+    "TcbCache": {
+        "open": (("10.0.0.2", 2, 0), {}), "lookup": (("10.0.0.1", 0), {}),
+        "on_cwnd": (("10.0.0.1", 1, 10.0, 0), {}), "on_rtt_sample": (("10.0.0.1", 0.1, 0), {}),
+        "on_mss_option": (("10.0.0.1", 1460, 0), {}), "on_pmtu": (("10.0.0.1", 1500, 0), {}),
+        "close": (("10.0.0.1", 1, 0), {}), "expire": ((0,), {}),
+    },
+}
+
+
+def _coupling_object(name: str):
+    import macroflow as mf
+    if name == "FseGroup":
+        o = mf.FseGroup("passive")
+        o.register(1, 1.0, 1e6)
+    elif name == "Fse":
+        o = mf.Fse()
+        o.register(1, 1.0, 1e6, group=1)
+    elif name == "TcpCoupler":
+        o = mf.TcpCoupler("ccc")
+        o.register(1, 1.0, 10.0, 64.0)
+    elif name == "TcpGroups":
+        o = mf.TcpGroups()
+        o.register(1, 1.0, 10.0, 64.0, group=1)
+    else:
+        o = mf.TcbCache()
+        o.open("10.0.0.1", 1, 0)
+    return o
+
+
+@pytest.mark.parametrize("name", sorted(COUPLING_CALLS))
+def test_a_panic_in_the_coupling_layer_is_a_clear_error_and_closes_the_object(name: str) -> None:
+    """Issue 13: no panic may cross the binding layer. A panic inside the coupling crate (a bug:
+    inputs are validated first) becomes CouplingInternalError, a CouplingError and so a
+    ValueError (a PanicException is a BaseException that `except Exception` lets through), and
+    the object is closed: every method, getter, len() and `in` raises it again, naming the
+    class, instead of answering from state a half-done change may have broken. Other objects
+    are unaffected."""
+    import macroflow as mf
+    import fuzzing
+
+    calls = COUPLING_CALLS[name]
+    live = _coupling_object(name)
+    getters = [m for m in fuzzing._methods(live) if not callable(getattr(live, m))]
+    assert set(fuzzing._methods(live)) == set(calls) | set(getters), "every public method has a call in COUPLING_CALLS"
+    valid = _coupling_object(name)
+    for m, (args, kwargs) in calls.items():  # the calls, in this order, are valid on a live object
+        getattr(valid, m)(*args, **kwargs)
+
+    o = _coupling_object(name)
+    with pytest.raises(mf.CouplingInternalError, match=rf"internal error in the coupling layer \(a deliberate panic; a bug.*this {name} is closed"):
+        o._panic_for_test()
+    assert issubclass(mf.CouplingInternalError, mf.CouplingError) and issubclass(mf.CouplingError, ValueError)
+    closed = rf"this {name} is closed after an internal error"
+    for m, (args, kwargs) in calls.items():
+        with pytest.raises(mf.CouplingInternalError, match=closed):
+            getattr(o, m)(*args, **kwargs)
+    for g in getters:
+        with pytest.raises(mf.CouplingInternalError, match=closed):
+            getattr(o, g)
+    if name != "TcbCache":  # it has no `in`
+        with pytest.raises(mf.CouplingInternalError, match=closed):
+            1 in o
+    if name != "TcpGroups":  # it has no len()
+        with pytest.raises(mf.CouplingInternalError, match=closed):
+            len(o)
+    assert repr(o) == f"{name}(closed after an internal error)"
+    # The fuzzers count it as a failure, not as one of the package's refusals.
+    with pytest.raises(AssertionError, match="CouplingInternalError"):
+        fuzzing._calls(name, _coupling_object(name), ["_panic_for_test"], [("a", [], {})])
+    first, (args, kwargs) = next(iter(calls.items()))  # other objects are unaffected
+    getattr(live, first)(*args, **kwargs)
+    assert "closed" not in repr(live)
+
+
+def test_a_panic_in_the_flow_model_is_a_clear_error_and_leaves_it_usable() -> None:
+    """Issue 13: the flow-level model is immutable, so a panic inside it (a bug) cannot leave it
+    half-changed: the call raises FlowModelInternalError (a FlowModelError, a ValueError) and the
+    model answers the next call."""
+    import macroflow as mf
+    import fuzzing
+
+    m = mf.FlowModel([("a", "b", 1.0), ("b", "c", 2.0)], [("a", "c"), ("b", "c")])
+    with pytest.raises(mf.FlowModelInternalError, match=r"internal error in the flow model \(a deliberate panic; a bug.*unchanged"):
+        m._panic_for_test()
+    assert issubclass(mf.FlowModelInternalError, mf.FlowModelError) and issubclass(mf.FlowModelError, ValueError)
+    assert m.clamp() == pytest.approx([1.0, 1.0])
+    with pytest.raises(AssertionError, match="FlowModelInternalError"):
+        fuzzing._calls("FlowModel", m, ["_panic_for_test"], [("a", [], {})])
 
 
 def _store_same_run(args) -> None:

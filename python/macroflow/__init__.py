@@ -5,7 +5,8 @@ The coupling layer is the Rust crate ``coupling``; this package exposes it throu
 nanoseconds on a clock the caller chooses (nothing here reads a clock); spans such as RTTs and
 timeouts are float seconds (``_s``); rates are float bit/s (``_bps``); windows are float packets
 (``_pkts``). Every error is a :class:`CouplingError` (a ``ValueError``), and a call that raises
-leaves the object unchanged.
+leaves the object unchanged, except :class:`CouplingInternalError`: a bug (a panic inside the
+crate, caught) after which the object is closed.
 
 Experiments (scenario files, sweeps, reproductions, reports) have a Python API mirroring the
 ``macroflow`` command: :func:`run`, :func:`sweep`, :func:`reproduce`, :func:`report`,
@@ -22,9 +23,11 @@ from macroflow._native import (
     TCP_STATES,
     ConnView,
     CouplingError,
+    CouplingInternalError,
     DuplicateFlowError,
     FlowModel,
     FlowModelError,
+    FlowModelInternalError,
     FlowView,
     Fse,
     FseGroup,
@@ -60,9 +63,11 @@ __all__ = [
     "TCP_STATES",
     "ConnView",
     "CouplingError",
+    "CouplingInternalError",
     "DuplicateFlowError",
     "FlowModel",
     "FlowModelError",
+    "FlowModelInternalError",
     "FlowView",
     "Fse",
     "FseGroup",

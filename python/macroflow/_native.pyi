@@ -69,6 +69,10 @@ class TimeWentBackwardsError(CouplingError):
 class UnsupportedError(CouplingError):
     """The operation is not meaningful for this coupler."""
 
+class CouplingInternalError(CouplingError):
+    """A bug in the coupling layer (a panic inside the crate, caught): the object it happened in
+    is closed, and every later call on it raises this too. Please report it."""
+
 # ----------------------------------------------------------------------------------------------
 # Flow State Exchange (RFC 8699)
 
@@ -658,6 +662,10 @@ class Simulation:
 
 class FlowModelError(ValueError):
     """A flow-level model built or run with invalid input; the message names it."""
+
+class FlowModelInternalError(FlowModelError):
+    """A bug in the flow-level model (a panic inside the crate, caught). The model is immutable,
+    so it is unchanged and still usable. Please report it."""
 
 SENDER_MODELS: tuple[str, ...]
 """``naive``, ``full_balanced``, ``full_share``, ``naive_ratio``, ``limited_ratio`` (seed 002 Eqs. 1-5)."""

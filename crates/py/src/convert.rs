@@ -8,6 +8,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use std::net::IpAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pyo3::create_exception!(
     macroflow,
@@ -50,6 +52,13 @@ pyo3::create_exception!(
     UnsupportedError,
     CouplingError,
     "The operation is not meaningful for this coupler."
+);
+
+pyo3::create_exception!(
+    macroflow,
+    CouplingInternalError,
+    CouplingError,
+    "A bug in the coupling layer (a panic inside the crate, caught): the object it happened in is closed, and every later call on it raises this too. Please report it."
 );
 
 /// `UnknownFlowError` and `UnknownGroupError` derive from both `CouplingError` and `KeyError`, which
@@ -113,6 +122,10 @@ pub fn add_exceptions(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<TimeWentBackwardsError>(),
     )?;
     m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
+    m.add(
+        "CouplingInternalError",
+        py.get_type::<CouplingInternalError>(),
+    )?;
     Ok(())
 }
 
@@ -307,4 +320,88 @@ pub fn fmt_opt<T: std::fmt::Display>(x: Option<T>) -> String {
 
 pub fn fmt_opt_f64(x: Option<f64>) -> String {
     x.map_or_else(|| "None".to_string(), fmt_f64)
+}
+
+/// What a caught panic said (its `&str` or `String` payload).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// Runs `f`, turning a panic into `internal(message)`: no panic crosses into Python, where it
+/// would be a PanicException, a BaseException that `except Exception` lets through (issue 13).
+/// For objects a panic cannot leave half-changed (an immutable `FlowModel`); mutable ones use
+/// [`Guarded`], which also closes the object.
+pub fn catch_panic<R>(
+    internal: impl FnOnce(String) -> PyErr,
+    f: impl FnOnce() -> PyResult<R>,
+) -> PyResult<R> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(internal(panic_message(&*p))))
+}
+
+/// A coupling-crate object behind a binding class (`FseGroup`, `Fse`, `TcpCoupler`, `TcpGroups`,
+/// `TcbCache`). Every call goes through [`Guarded::read`] or [`Guarded::write`]. Inputs are
+/// validated before the crate acts on them; a panic that is still possible is a bug that may
+/// have left the object half-changed, so the call raises `CouplingInternalError` and the object is
+/// closed: every later call raises it too, naming the class, instead of answering from state
+/// nobody can trust (issue 13, as `Simulation` does).
+pub struct Guarded<T> {
+    class: &'static str,
+    inner: T,
+    closed: AtomicBool,
+}
+
+impl<T> Guarded<T> {
+    pub fn new(class: &'static str, inner: T) -> Self {
+        Guarded {
+            class,
+            inner,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn check_open(&self) -> PyResult<()> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Err(CouplingInternalError::new_err(format!(
+                "this {} is closed after an internal error (a bug: please report it); create a new one",
+                self.class
+            )));
+        }
+        Ok(())
+    }
+
+    fn closed_on_panic<R>(&self, r: std::thread::Result<PyResult<R>>) -> PyResult<R> {
+        r.unwrap_or_else(|p| {
+            self.closed.store(true, Ordering::Relaxed);
+            Err(CouplingInternalError::new_err(format!(
+                "internal error in the coupling layer ({}; a bug: please report it); this {} is \
+                 closed, create a new one",
+                panic_message(&*p),
+                self.class
+            )))
+        })
+    }
+
+    /// A call that reads the object.
+    pub fn read<R>(&self, f: impl FnOnce(&T) -> PyResult<R>) -> PyResult<R> {
+        self.check_open()?;
+        self.closed_on_panic(catch_unwind(AssertUnwindSafe(|| f(&self.inner))))
+    }
+
+    /// A call that may change the object.
+    pub fn write<R>(&mut self, f: impl FnOnce(&mut T) -> PyResult<R>) -> PyResult<R> {
+        self.check_open()?;
+        let inner = &mut self.inner;
+        let r = catch_unwind(AssertUnwindSafe(|| f(inner)));
+        self.closed_on_panic(r)
+    }
+
+    /// `__repr__`: the object's, or `Class(closed after an internal error)`.
+    pub fn repr(&self, f: impl FnOnce(&T) -> String) -> String {
+        self.read(|t| Ok(f(t)))
+            .unwrap_or_else(|_| format!("{}(closed after an internal error)", self.class))
+    }
 }

@@ -2,6 +2,7 @@
 //! routed flows; its methods run clamp, the brick-wall flow, the sender models and loss-load, and
 //! return plain lists and dicts that `macroflow.flowsim` turns into arrays and tables.
 
+use crate::convert::catch_panic;
 use flowsim::brickwall::Brickwall;
 use flowsim::senders::{self, SenderModel};
 use flowsim::{account, Accounting, Error, FixedPoint, Flows, LinkId, Network};
@@ -14,6 +15,27 @@ pyo3::create_exception!(
     pyo3::exceptions::PyValueError,
     "A flow-level model was built or run with invalid input (bad capacity, self-loop, no path, disconnected graph, ...); the message names it."
 );
+
+pyo3::create_exception!(
+    macroflow,
+    FlowModelInternalError,
+    FlowModelError,
+    "A bug in the flow-level model (a panic inside the crate, caught). The model is immutable, so it is unchanged and still usable. Please report it."
+);
+
+/// Runs a method's body; a panic in it (a bug) is a FlowModelInternalError, never a
+/// PanicException (issue 13). A `FlowModel` never changes after construction, so it stays usable.
+fn internal<R>(f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    catch_panic(
+        |m| {
+            FlowModelInternalError::new_err(format!(
+                "internal error in the flow model ({m}; a bug: please report it); the model is \
+                 unchanged"
+            ))
+        },
+        f,
+    )
+}
 
 fn err(e: Error) -> PyErr {
     FlowModelError::new_err(e.to_string())
@@ -145,25 +167,25 @@ impl PyFlowModel {
         nodes: Option<Vec<String>>,
         require_connected: bool,
     ) -> PyResult<Self> {
-        py.detach(|| {
-            let mut net = Network::new();
-            for n in nodes.iter().flatten() {
-                net.add_node(n).map_err(err)?;
-            }
-            let node = |net: &mut Network, name: &str| match net.node(name) {
-                Ok(id) => Ok(id),
-                Err(_) => net.add_node(name),
-            };
-            for (a, b, c) in &links {
-                let a = node(&mut net, a).map_err(err)?;
-                let b = node(&mut net, b).map_err(err)?;
-                net.add_link(a, b, *c).map_err(err)?;
-            }
-            if require_connected {
-                net.check_connected().map_err(err)?;
-            }
-            let flows =
-                match routes {
+        internal(|| {
+            py.detach(|| {
+                let mut net = Network::new();
+                for n in nodes.iter().flatten() {
+                    net.add_node(n).map_err(err)?;
+                }
+                let node = |net: &mut Network, name: &str| match net.node(name) {
+                    Ok(id) => Ok(id),
+                    Err(_) => net.add_node(name),
+                };
+                for (a, b, c) in &links {
+                    let a = node(&mut net, a).map_err(err)?;
+                    let b = node(&mut net, b).map_err(err)?;
+                    net.add_link(a, b, *c).map_err(err)?;
+                }
+                if require_connected {
+                    net.check_connected().map_err(err)?;
+                }
+                let flows = match routes {
                     None => {
                         let pairs = flows
                             .iter()
@@ -199,7 +221,8 @@ impl PyFlowModel {
                         Flows::with_routes(&net, &rs).map_err(err)?
                     }
                 };
-            Ok(PyFlowModel { net, flows })
+                Ok(PyFlowModel { net, flows })
+            })
         })
     }
 
@@ -219,80 +242,95 @@ impl PyFlowModel {
     }
 
     /// `(from, to, capacity)` of every link, in link order.
-    fn links(&self) -> Vec<(String, String, f64)> {
-        self.net
-            .links()
-            .iter()
-            .map(|l| {
-                (
-                    self.net.name(l.from).to_string(),
-                    self.net.name(l.to).to_string(),
-                    l.capacity,
-                )
-            })
-            .collect()
+    fn links(&self) -> PyResult<Vec<(String, String, f64)>> {
+        internal(|| {
+            Ok(self
+                .net
+                .links()
+                .iter()
+                .map(|l| {
+                    (
+                        self.net.name(l.from).to_string(),
+                        self.net.name(l.to).to_string(),
+                        l.capacity,
+                    )
+                })
+                .collect())
+        })
     }
 
     /// Node names, in index order.
-    fn nodes(&self) -> Vec<String> {
-        (0..self.net.node_count() as u32)
-            .map(|n| self.net.name(n).to_string())
-            .collect()
+    fn nodes(&self) -> PyResult<Vec<String>> {
+        internal(|| {
+            Ok((0..self.net.node_count() as u32)
+                .map(|n| self.net.name(n).to_string())
+                .collect())
+        })
     }
 
     /// The link indices of flow `i`'s route.
     fn route(&self, i: usize) -> PyResult<Vec<u32>> {
-        if i >= self.flows.len() {
-            return Err(FlowModelError::new_err(format!(
-                "no flow {i}: there are {}",
-                self.flows.len()
-            )));
-        }
-        Ok(self.flows.route(i).to_vec())
+        internal(|| {
+            if i >= self.flows.len() {
+                return Err(FlowModelError::new_err(format!(
+                    "no flow {i}: there are {}",
+                    self.flows.len()
+                )));
+            }
+            Ok(self.flows.route(i).to_vec())
+        })
     }
 
     /// Hop counts of every flow.
-    fn hop_counts(&self) -> Vec<usize> {
-        (0..self.flows.len())
-            .map(|i| self.flows.hops(i).len())
-            .collect()
+    fn hop_counts(&self) -> PyResult<Vec<usize>> {
+        internal(|| {
+            Ok((0..self.flows.len())
+                .map(|i| self.flows.hops(i).len())
+                .collect())
+        })
     }
 
     /// Eq. 1 demands: each sender's link capacity split equally among the flows that start on it.
-    fn initial_demands(&self) -> Vec<f64> {
-        senders::initial_demands(&self.net, &self.flows)
+    fn initial_demands(&self) -> PyResult<Vec<f64>> {
+        internal(|| Ok(senders::initial_demands(&self.net, &self.flows)))
     }
 
     /// The max-min fair rates (Fig. 5's clamp, by progressive filling); `demands` default to
     /// infinity (fire-hose). The GIL is released.
     #[pyo3(signature = (demands=None))]
     fn clamp(&self, py: Python<'_>, demands: Option<Vec<f64>>) -> PyResult<Vec<f64>> {
-        let d = demands_or_inf(self.flows.len(), demands);
-        py.detach(|| flowsim::clamp(&self.net, &self.flows, &d))
-            .map_err(err)
+        internal(|| {
+            let d = demands_or_inf(self.flows.len(), demands);
+            py.detach(|| flowsim::clamp(&self.net, &self.flows, &d))
+                .map_err(err)
+        })
     }
 
     /// Fig. 5 as written (one network computation per flow): a slow reference for `clamp`.
     #[pyo3(signature = (demands=None))]
     fn clamp_oracle(&self, py: Python<'_>, demands: Option<Vec<f64>>) -> PyResult<Vec<f64>> {
-        let d = demands_or_inf(self.flows.len(), demands);
-        py.detach(|| flowsim::clamp_oracle(&self.net, &self.flows, &d))
-            .map_err(err)
+        internal(|| {
+            let d = demands_or_inf(self.flows.len(), demands);
+            py.detach(|| flowsim::clamp_oracle(&self.net, &self.flows, &d))
+                .map_err(err)
+        })
     }
 
     /// Raises `FlowModelError` saying why `rates` are not the max-min fair assignment.
     #[pyo3(signature = (rates, demands=None, tol=1e-9))]
     fn check_max_min(&self, rates: Vec<f64>, demands: Option<Vec<f64>>, tol: f64) -> PyResult<()> {
-        let d = demands_or_inf(self.flows.len(), demands);
-        if rates.len() != self.flows.len() {
-            return Err(err(Error::Length {
-                what: "rates",
-                expected: self.flows.len(),
-                got: rates.len(),
-            }));
-        }
-        flowsim::check_max_min(&self.net, &self.flows, &d, &rates, tol)
-            .map_err(|e| FlowModelError::new_err(format!("not max-min fair: {e:?}")))
+        internal(|| {
+            let d = demands_or_inf(self.flows.len(), demands);
+            if rates.len() != self.flows.len() {
+                return Err(err(Error::Length {
+                    what: "rates",
+                    expected: self.flows.len(),
+                    got: rates.len(),
+                }));
+            }
+            flowsim::check_max_min(&self.net, &self.flows, &d, &rates, tol)
+                .map_err(|e| FlowModelError::new_err(format!("not max-min fair: {e:?}")))
+        })
     }
 
     /// The steady state of a sender model (`naive`, `full_balanced`, `full_share`, `naive_ratio`,
@@ -309,9 +347,11 @@ impl PyFlowModel {
         max_iterations: usize,
         mmf: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let m = model_from(model, alpha)?;
-        self.run(py, mmf, |bw| {
-            senders::fixed_point(bw, m, epsilon, max_iterations)
+        internal(|| {
+            let m = model_from(model, alpha)?;
+            self.run(py, mmf, |bw| {
+                senders::fixed_point(bw, m, epsilon, max_iterations)
+            })
         })
     }
 
@@ -325,9 +365,17 @@ impl PyFlowModel {
         max_iterations: usize,
         mmf: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        self.run(py, mmf, |bw| {
-            flowsim::lossload::fixed_point(bw, k, epsilon, max_iterations)
+        internal(|| {
+            self.run(py, mmf, |bw| {
+                flowsim::lossload::fixed_point(bw, k, epsilon, max_iterations)
+            })
         })
+    }
+
+    /// For tests only: panics inside a method, as a bug would, to show that the call raises
+    /// FlowModelInternalError and the model stays usable.
+    fn _panic_for_test(&self) -> PyResult<()> {
+        internal(|| panic!("a deliberate panic"))
     }
 
     /// The flow through the brick-wall network for fixed `demands` (one computation, no sender
@@ -339,14 +387,16 @@ impl PyFlowModel {
         demands: Vec<f64>,
         mmf: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        self.run(py, mmf, |bw| {
-            let state = bw.solve(&demands)?;
-            Ok(FixedPoint {
-                demands,
-                state,
-                iterations: 1,
-                converged: true,
-                delta: 0.0,
+        internal(|| {
+            self.run(py, mmf, |bw| {
+                let state = bw.solve(&demands)?;
+                Ok(FixedPoint {
+                    demands,
+                    state,
+                    iterations: 1,
+                    converged: true,
+                    delta: 0.0,
+                })
             })
         })
     }
@@ -354,6 +404,10 @@ impl PyFlowModel {
 
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FlowModelError", m.py().get_type::<FlowModelError>())?;
+    m.add(
+        "FlowModelInternalError",
+        m.py().get_type::<FlowModelInternalError>(),
+    )?;
     m.add(
         "SENDER_MODELS",
         pyo3::types::PyTuple::new(m.py(), SENDER_MODELS)?,

@@ -2,7 +2,8 @@
 //! grouping). Conversion only: every decision is the crate's.
 
 use crate::convert::{
-    fmt_f64, fmt_opt, grouping, instant, opt_secs, secs, unknown_name, PyResultExt,
+    fmt_f64, fmt_opt, fmt_opt_f64, grouping, instant, opt_secs, secs, unknown_name, Guarded,
+    PyResultExt,
 };
 use coupling::fse::{self, Algorithm, Assignment, FseConfig, FseUpdate};
 use coupling::{FlowId, GroupId};
@@ -104,15 +105,16 @@ fn group_repr(name: &str, gid: Option<u64>, g: &fse::FseGroup) -> String {
 /// One FSE flow group running one algorithm (`coupling::fse::FseGroup`).
 #[pyclass(module = "macroflow", name = "FseGroup")]
 pub struct PyFseGroup {
-    inner: fse::FseGroup,
+    inner: Guarded<fse::FseGroup>,
 }
 
 #[pymethods]
 impl PyFseGroup {
     #[new]
     fn new(algorithm: &str) -> PyResult<Self> {
+        let g = fse::FseGroup::new(parse_algorithm(algorithm)?);
         Ok(PyFseGroup {
-            inner: fse::FseGroup::new(parse_algorithm(algorithm)?),
+            inner: Guarded::new("FseGroup", g),
         })
     }
 
@@ -124,9 +126,10 @@ impl PyFseGroup {
         initial_rate_bps: f64,
         now_ns: u64,
     ) -> PyResult<f64> {
-        self.inner
-            .register(FlowId(flow), priority, initial_rate_bps, instant(now_ns))
-            .py()
+        self.inner.write(|g| {
+            g.register(FlowId(flow), priority, initial_rate_bps, instant(now_ns))
+                .py()
+        })
     }
 
     #[pyo3(signature = (flow, cc_rate_bps, now_ns=0, desired_rate_bps=f64::INFINITY, rtt_s=None))]
@@ -139,80 +142,94 @@ impl PyFseGroup {
         rtt_s: Option<f64>,
     ) -> PyResult<Outcome> {
         let input = update_input(cc_rate_bps, now_ns, desired_rate_bps, rtt_s)?;
-        let out = self.inner.update(FlowId(flow), input).py()?;
-        Ok(Outcome {
-            rate_bps: out.rate_bps,
-            assignments: pairs(out.assignments),
+        self.inner.write(|g| {
+            let out = g.update(FlowId(flow), input).py()?;
+            Ok(Outcome {
+                rate_bps: out.rate_bps,
+                assignments: pairs(out.assignments),
+            })
         })
     }
 
     #[pyo3(signature = (flow, priority, now_ns=0))]
     fn set_priority(&mut self, flow: u64, priority: f64, now_ns: u64) -> PyResult<Vec<(u64, f64)>> {
-        self.inner
-            .set_priority(FlowId(flow), priority, instant(now_ns))
-            .py()
-            .map(pairs)
+        self.inner.write(|g| {
+            g.set_priority(FlowId(flow), priority, instant(now_ns))
+                .py()
+                .map(pairs)
+        })
     }
 
     fn leave(&mut self, flow: u64) -> PyResult<Vec<(u64, f64)>> {
-        self.inner.leave(FlowId(flow)).py().map(pairs)
+        self.inner.write(|g| g.leave(FlowId(flow)).py().map(pairs))
     }
 
     /// Returns the removed flows and, for the active algorithms, the remaining flows' new rates.
     #[allow(clippy::type_complexity)]
     fn expire(&mut self, now_ns: u64, timeout_s: f64) -> PyResult<(Vec<u64>, Vec<(u64, f64)>)> {
         let timeout = secs("timeout_s", timeout_s)?;
-        let flows = self.inner.expire(instant(now_ns), timeout);
-        Ok((
-            flows.into_iter().map(|f| f.0).collect(),
-            pairs(self.inner.assignments()),
-        ))
+        self.inner.write(|g| {
+            let flows = g.expire(instant(now_ns), timeout);
+            Ok((
+                flows.into_iter().map(|f| f.0).collect(),
+                pairs(g.assignments()),
+            ))
+        })
     }
 
     #[getter]
-    fn algorithm(&self) -> &'static str {
-        self.inner.algorithm().name()
+    fn algorithm(&self) -> PyResult<&'static str> {
+        self.inner.read(|g| Ok(g.algorithm().name()))
     }
 
     #[getter]
-    fn sum_calculated_rate(&self) -> f64 {
-        self.inner.sum_calculated_rate()
+    fn sum_calculated_rate(&self) -> PyResult<f64> {
+        self.inner.read(|g| Ok(g.sum_calculated_rate()))
     }
 
     #[getter]
-    fn sum_priority(&self) -> f64 {
-        self.inner.sum_priority()
+    fn sum_priority(&self) -> PyResult<f64> {
+        self.inner.read(|g| Ok(g.sum_priority()))
     }
 
     #[getter]
-    fn leftover(&self) -> f64 {
-        self.inner.leftover()
+    fn leftover(&self) -> PyResult<f64> {
+        self.inner.read(|g| Ok(g.leftover()))
     }
 
     #[getter]
-    fn timer_ns(&self) -> Option<u64> {
-        self.inner.timer().map(|t| t.as_nanos())
+    fn timer_ns(&self) -> PyResult<Option<u64>> {
+        self.inner.read(|g| Ok(g.timer().map(|t| t.as_nanos())))
     }
 
-    fn flows(&self) -> Vec<FlowView> {
-        self.inner.flows().into_iter().map(Into::into).collect()
+    fn flows(&self) -> PyResult<Vec<FlowView>> {
+        self.inner
+            .read(|g| Ok(g.flows().into_iter().map(Into::into).collect()))
     }
 
     fn flow(&self, flow: u64) -> PyResult<FlowView> {
-        self.inner.flow(FlowId(flow)).py().map(Into::into)
+        self.inner
+            .read(|g| g.flow(FlowId(flow)).py().map(Into::into))
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.len()
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.read(|g| Ok(g.len()))
     }
 
-    fn __contains__(&self, flow: &Bound<'_, PyAny>) -> bool {
-        flow.extract::<u64>()
-            .is_ok_and(|f| self.inner.contains(FlowId(f)))
+    fn __contains__(&self, flow: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let flow = flow.extract::<u64>().ok();
+        self.inner
+            .read(|g| Ok(flow.is_some_and(|f| g.contains(FlowId(f)))))
     }
 
     fn __repr__(&self) -> String {
-        group_repr("FseGroup", None, &self.inner)
+        self.inner.repr(|g| group_repr("FseGroup", None, g))
+    }
+
+    /// For tests only: panics inside the crate's object, as a bug would, to show that the call
+    /// raises CouplingInternalError and closes this group.
+    fn _panic_for_test(&mut self) -> PyResult<()> {
+        self.inner.write(|_| panic!("a deliberate panic"))
     }
 }
 
@@ -252,7 +269,7 @@ impl FseGroupView {
 /// A Flow State Exchange: many groups, each with its own algorithm (`coupling::fse::Fse`).
 #[pyclass(module = "macroflow", name = "Fse")]
 pub struct PyFse {
-    inner: fse::Fse,
+    inner: Guarded<fse::Fse>,
 }
 
 #[pymethods]
@@ -260,30 +277,30 @@ impl PyFse {
     #[new]
     #[pyo3(signature = (default_algorithm="conservative_active", soft_state_timeout_s=None))]
     fn new(default_algorithm: &str, soft_state_timeout_s: Option<f64>) -> PyResult<Self> {
+        let f = fse::Fse::new(FseConfig {
+            default_algorithm: parse_algorithm(default_algorithm)?,
+            soft_state_timeout: opt_secs("soft_state_timeout_s", soft_state_timeout_s)?,
+        });
         Ok(PyFse {
-            inner: fse::Fse::new(FseConfig {
-                default_algorithm: parse_algorithm(default_algorithm)?,
-                soft_state_timeout: opt_secs("soft_state_timeout_s", soft_state_timeout_s)?,
-            }),
+            inner: Guarded::new("Fse", f),
         })
     }
 
     #[getter]
-    fn default_algorithm(&self) -> &'static str {
-        self.inner.config().default_algorithm.name()
+    fn default_algorithm(&self) -> PyResult<&'static str> {
+        self.inner.read(|f| Ok(f.config().default_algorithm.name()))
     }
 
     #[getter]
-    fn soft_state_timeout_s(&self) -> Option<f64> {
+    fn soft_state_timeout_s(&self) -> PyResult<Option<f64>> {
         self.inner
-            .config()
-            .soft_state_timeout
-            .map(|d| d.as_secs_f64())
+            .read(|f| Ok(f.config().soft_state_timeout.map(|d| d.as_secs_f64())))
     }
 
     fn configure_group(&mut self, gid: u64, algorithm: &str) -> PyResult<()> {
         let a = parse_algorithm(algorithm)?;
-        self.inner.configure_group(GroupId(gid), a).py()
+        self.inner
+            .write(|f| f.configure_group(GroupId(gid), a).py())
     }
 
     #[pyo3(signature = (flow, priority, initial_rate_bps, now_ns=0, group=None, five_tuple=None, dscp=0, label=None))]
@@ -300,17 +317,18 @@ impl PyFse {
         label: Option<String>,
     ) -> PyResult<(u64, f64)> {
         let g = grouping(group, five_tuple, dscp, label)?;
-        let (gid, rate) = self
-            .inner
-            .register(
-                FlowId(flow),
-                &g,
-                priority,
-                initial_rate_bps,
-                instant(now_ns),
-            )
-            .py()?;
-        Ok((gid.0, rate))
+        self.inner.write(|f| {
+            let (gid, rate) = f
+                .register(
+                    FlowId(flow),
+                    &g,
+                    priority,
+                    initial_rate_bps,
+                    instant(now_ns),
+                )
+                .py()?;
+            Ok((gid.0, rate))
+        })
     }
 
     #[pyo3(signature = (flow, cc_rate_bps, now_ns=0, desired_rate_bps=f64::INFINITY, rtt_s=None))]
@@ -323,85 +341,102 @@ impl PyFse {
         rtt_s: Option<f64>,
     ) -> PyResult<Outcome> {
         let input = update_input(cc_rate_bps, now_ns, desired_rate_bps, rtt_s)?;
-        let out = self.inner.update(FlowId(flow), input).py()?;
-        Ok(Outcome {
-            rate_bps: out.rate_bps,
-            assignments: pairs(out.assignments),
+        self.inner.write(|f| {
+            let out = f.update(FlowId(flow), input).py()?;
+            Ok(Outcome {
+                rate_bps: out.rate_bps,
+                assignments: pairs(out.assignments),
+            })
         })
     }
 
     #[pyo3(signature = (flow, priority, now_ns=0))]
     fn set_priority(&mut self, flow: u64, priority: f64, now_ns: u64) -> PyResult<Vec<(u64, f64)>> {
-        self.inner
-            .set_priority(FlowId(flow), priority, instant(now_ns))
-            .py()
-            .map(pairs)
+        self.inner.write(|f| {
+            f.set_priority(FlowId(flow), priority, instant(now_ns))
+                .py()
+                .map(pairs)
+        })
     }
 
     fn leave(&mut self, flow: u64) -> PyResult<Vec<(u64, f64)>> {
-        self.inner.leave(FlowId(flow)).py().map(|v| pairs(&v))
+        self.inner
+            .write(|f| f.leave(FlowId(flow)).py().map(|v| pairs(&v)))
     }
 
     /// Per group that lost flows: (gid, removed flows, remaining flows' new rates).
     #[allow(clippy::type_complexity)]
-    fn expire(&mut self, now_ns: u64) -> Vec<(u64, Vec<u64>, Vec<(u64, f64)>)> {
-        self.inner
-            .expire(instant(now_ns))
-            .into_iter()
-            .map(|e| {
-                (
-                    e.group.0,
-                    e.flows.into_iter().map(|f| f.0).collect(),
-                    pairs(&e.assignments),
-                )
-            })
-            .collect()
+    fn expire(&mut self, now_ns: u64) -> PyResult<Vec<(u64, Vec<u64>, Vec<(u64, f64)>)>> {
+        self.inner.write(|f| {
+            Ok(f.expire(instant(now_ns))
+                .into_iter()
+                .map(|e| {
+                    (
+                        e.group.0,
+                        e.flows.into_iter().map(|f| f.0).collect(),
+                        pairs(&e.assignments),
+                    )
+                })
+                .collect())
+        })
     }
 
     /// Removes an empty group, configured or not.
     fn remove_group(&mut self, gid: u64) -> PyResult<()> {
-        self.inner.remove_group(GroupId(gid)).py()
+        self.inner.write(|f| f.remove_group(GroupId(gid)).py())
     }
 
     fn group_of(&self, flow: u64) -> PyResult<u64> {
-        self.inner.group_of(FlowId(flow)).py().map(|g| g.0)
+        self.inner
+            .read(|f| f.group_of(FlowId(flow)).py().map(|g| g.0))
     }
 
-    fn group_ids(&self) -> Vec<u64> {
-        self.inner.group_ids().into_iter().map(|g| g.0).collect()
+    fn group_ids(&self) -> PyResult<Vec<u64>> {
+        self.inner
+            .read(|f| Ok(f.group_ids().into_iter().map(|g| g.0).collect()))
     }
 
     fn group(&self, gid: u64) -> PyResult<FseGroupView> {
-        let g = self.inner.group(GroupId(gid)).py()?;
-        Ok(FseGroupView {
-            gid,
-            algorithm: g.algorithm().name(),
-            sum_calculated_rate: g.sum_calculated_rate(),
-            sum_priority: g.sum_priority(),
-            leftover: g.leftover(),
-            timer_ns: g.timer().map(|t| t.as_nanos()),
-            flows: g.flows().into_iter().map(Into::into).collect(),
+        self.inner.read(|f| {
+            let g = f.group(GroupId(gid)).py()?;
+            Ok(FseGroupView {
+                gid,
+                algorithm: g.algorithm().name(),
+                sum_calculated_rate: g.sum_calculated_rate(),
+                sum_priority: g.sum_priority(),
+                leftover: g.leftover(),
+                timer_ns: g.timer().map(|t| t.as_nanos()),
+                flows: g.flows().into_iter().map(Into::into).collect(),
+            })
         })
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.flow_count()
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.read(|f| Ok(f.flow_count()))
     }
 
-    fn __contains__(&self, flow: &Bound<'_, PyAny>) -> bool {
-        flow.extract::<u64>()
-            .is_ok_and(|f| self.inner.group_of(FlowId(f)).is_ok())
+    fn __contains__(&self, flow: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let flow = flow.extract::<u64>().ok();
+        self.inner
+            .read(|f| Ok(flow.is_some_and(|x| f.group_of(FlowId(x)).is_ok())))
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "Fse(default_algorithm='{}', soft_state_timeout_s={}, groups={}, flows={})",
-            self.inner.config().default_algorithm.name(),
-            self.soft_state_timeout_s()
-                .map_or_else(|| "None".to_string(), fmt_f64),
-            self.inner.group_ids().len(),
-            self.inner.flow_count()
-        )
+        self.inner.repr(|f| {
+            format!(
+                "Fse(default_algorithm='{}', soft_state_timeout_s={}, groups={}, flows={})",
+                f.config().default_algorithm.name(),
+                fmt_opt_f64(f.config().soft_state_timeout.map(|d| d.as_secs_f64())),
+                f.group_ids().len(),
+                f.flow_count()
+            )
+        })
+    }
+
+    /// For tests only: panics inside the crate's object, as a bug would, to show that the call
+    /// raises CouplingInternalError and closes this FSE.
+    fn _panic_for_test(&mut self) -> PyResult<()> {
+        self.inner.write(|_| panic!("a deliberate panic"))
     }
 }
 

@@ -2,7 +2,7 @@
 //! coupling groups, run (the GIL is released), and read results as columns that
 //! `macroflow.sim` turns into Arrow tables.
 
-use crate::convert::unknown_name;
+use crate::convert::{panic_message, unknown_name};
 use coupling::tcp::CouplerKind;
 use coupling::{Duration, Instant};
 use pyo3::prelude::*;
@@ -351,11 +351,7 @@ enum State {
 fn closed_on_panic<T>(st: &mut State, r: std::thread::Result<T>) -> PyResult<T> {
     r.map_err(|payload| {
         *st = State::Poisoned;
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into());
+        let what = panic_message(&*payload);
         SimulationInternalError::new_err(format!(
             "internal error in the simulator ({what}; a bug: please report it); this simulation \
              is closed, create a new one"
@@ -403,21 +399,30 @@ impl PySimulation {
     ) -> PyResult<T> {
         let mut st = self.lock()?;
         match &mut *st {
-            State::Building(b) => match f(&mut b.net) {
-                Ok(v) => {
-                    b.ops.push(Box::new(move |n| f(n).map(|_| ())));
-                    Ok(v)
-                }
-                Err(e) => {
-                    let mut net = Network::default();
-                    for op in &b.ops {
-                        op(&mut net).expect("a change that succeeded succeeds again");
-                    }
-                    b.net = net;
-                    Err(sim_err(e))
-                }
-            },
-            _ => Err(SimulationError::new_err(
+            State::Building(b) => {
+                let r =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                        || match f(&mut b.net) {
+                            Ok(v) => {
+                                b.ops.push(Box::new(move |n| f(n).map(|_| ())));
+                                Ok(v)
+                            }
+                            Err(e) => {
+                                let mut net = Network::default();
+                                for op in &b.ops {
+                                    op(&mut net).expect("a change that succeeded succeeds again");
+                                }
+                                b.net = net;
+                                Err(sim_err(e))
+                            }
+                        },
+                    ));
+                closed_on_panic(&mut st, r)?
+            }
+            State::Poisoned => Err(SimulationError::new_err(
+                "the simulation is unusable after an earlier failure",
+            )),
+            State::Running(_) => Err(SimulationError::new_err(
                 "the topology is fixed once flows are added or the simulation has run",
             )),
         }
@@ -429,9 +434,12 @@ impl PySimulation {
             let State::Building(b) = std::mem::replace(&mut *st, State::Poisoned) else {
                 unreachable!()
             };
-            let mut net = b.net;
-            net.compute_routes();
-            *st = State::Running(Box::new(Sim::new(net, self.seed).map_err(sim_err)?));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut net = b.net;
+                net.compute_routes();
+                Sim::new(net, self.seed)
+            }));
+            *st = State::Running(Box::new(closed_on_panic(&mut st, r)?.map_err(sim_err)?));
         }
         match &mut *st {
             State::Running(sim) => {
@@ -902,10 +910,16 @@ impl PySimulation {
         }
     }
 
-    /// For tests only: panics inside the engine's lock, as a bug would, to show that it becomes
-    /// a SimulationError and closes this simulation.
-    fn _panic_for_test(&self) -> PyResult<()> {
-        self.with_sim(|_| -> Result<(), SimError> { panic!("a deliberate panic") })
+    /// For tests only: panics inside the engine's lock (or, `building`, inside a topology
+    /// change), as a bug would, to show that it becomes a SimulationError and closes this
+    /// simulation.
+    #[pyo3(signature = (building=false))]
+    fn _panic_for_test(&self, building: bool) -> PyResult<()> {
+        if building {
+            self.with_net(|_| -> Result<(), SimError> { panic!("a deliberate panic") })
+        } else {
+            self.with_sim(|_| -> Result<(), SimError> { panic!("a deliberate panic") })
+        }
     }
 
     #[getter]

@@ -2,7 +2,7 @@
 //! (`str`) and an optional destination port; times are integer nanoseconds, spans float seconds.
 
 use crate::convert::{
-    fmt_f64, fmt_opt, fmt_opt_f64, instant, invalid, ip, opt_secs, secs, PyResultExt,
+    fmt_f64, fmt_opt, fmt_opt_f64, instant, invalid, ip, opt_secs, secs, Guarded, PyResultExt,
 };
 use coupling::tcb::{self, PeerKey, TcbConfig, TcbSnapshot};
 use coupling::units::check_window;
@@ -71,7 +71,7 @@ impl TcbInit {
 /// The TCB interdependence cache (`coupling::tcb::TcbCache`).
 #[pyclass(module = "macroflow", name = "TcbCache")]
 pub struct PyTcbCache {
-    inner: tcb::TcbCache,
+    inner: Guarded<tcb::TcbCache>,
 }
 
 #[pymethods]
@@ -95,33 +95,33 @@ impl PyTcbCache {
             initial_window_pkts: check_window("initial_window_pkts", initial_window_pkts).py()?,
         };
         Ok(PyTcbCache {
-            inner: tcb::TcbCache::new(config),
+            inner: Guarded::new("TcbCache", tcb::TcbCache::new(config)),
         })
     }
 
     #[getter]
-    fn share_congestion(&self) -> bool {
-        self.inner.config().share_congestion
+    fn share_congestion(&self) -> PyResult<bool> {
+        self.inner.read(|c| Ok(c.config().share_congestion))
     }
     #[getter]
-    fn expiry_s(&self) -> f64 {
-        self.inner.config().expiry.as_secs_f64()
+    fn expiry_s(&self) -> PyResult<f64> {
+        self.inner.read(|c| Ok(c.config().expiry.as_secs_f64()))
     }
     #[getter]
-    fn min_mss(&self) -> u32 {
-        self.inner.config().min_mss
+    fn min_mss(&self) -> PyResult<u32> {
+        self.inner.read(|c| Ok(c.config().min_mss))
     }
     #[getter]
-    fn min_rto_s(&self) -> f64 {
-        self.inner.config().min_rto.as_secs_f64()
+    fn min_rto_s(&self) -> PyResult<f64> {
+        self.inner.read(|c| Ok(c.config().min_rto.as_secs_f64()))
     }
     #[getter]
-    fn min_ssthresh_pkts(&self) -> f64 {
-        self.inner.config().min_ssthresh_pkts
+    fn min_ssthresh_pkts(&self) -> PyResult<f64> {
+        self.inner.read(|c| Ok(c.config().min_ssthresh_pkts))
     }
     #[getter]
-    fn initial_window_pkts(&self) -> f64 {
-        self.inner.config().initial_window_pkts
+    fn initial_window_pkts(&self) -> PyResult<f64> {
+        self.inner.read(|c| Ok(c.config().initial_window_pkts))
     }
 
     #[pyo3(signature = (addr, conn, now_ns, port=None))]
@@ -133,16 +133,17 @@ impl PyTcbCache {
         port: Option<i64>,
     ) -> PyResult<TcbInit> {
         let k = key(addr, port)?;
-        self.inner
-            .open(k, FlowId(conn), instant(now_ns))
-            .py()
-            .map(Into::into)
+        self.inner.write(|c| {
+            c.open(k, FlowId(conn), instant(now_ns))
+                .py()
+                .map(Into::into)
+        })
     }
 
     #[pyo3(signature = (addr, now_ns, port=None))]
     fn lookup(&self, addr: &Bound<'_, PyAny>, now_ns: u64, port: Option<i64>) -> PyResult<TcbInit> {
         let k = key(addr, port)?;
-        Ok(self.inner.lookup(k, instant(now_ns)).into())
+        self.inner.read(|c| Ok(c.lookup(k, instant(now_ns)).into()))
     }
 
     #[pyo3(signature = (addr, conn, cwnd_pkts, now_ns, port=None))]
@@ -156,8 +157,7 @@ impl PyTcbCache {
     ) -> PyResult<()> {
         let k = key(addr, port)?;
         self.inner
-            .on_cwnd(k, FlowId(conn), cwnd_pkts, instant(now_ns))
-            .py()
+            .write(|c| c.on_cwnd(k, FlowId(conn), cwnd_pkts, instant(now_ns)).py())
     }
 
     #[pyo3(signature = (addr, rtt_s, now_ns, port=None))]
@@ -170,7 +170,8 @@ impl PyTcbCache {
     ) -> PyResult<()> {
         let k = key(addr, port)?;
         let sample = secs("rtt_s", rtt_s)?;
-        self.inner.on_rtt_sample(k, sample, instant(now_ns)).py()
+        self.inner
+            .write(|c| c.on_rtt_sample(k, sample, instant(now_ns)).py())
     }
 
     #[pyo3(signature = (addr, mss, now_ns, port=None))]
@@ -182,7 +183,8 @@ impl PyTcbCache {
         port: Option<i64>,
     ) -> PyResult<()> {
         let k = key(addr, port)?;
-        self.inner.on_mss_option(k, mss, instant(now_ns)).py()
+        self.inner
+            .write(|c| c.on_mss_option(k, mss, instant(now_ns)).py())
     }
 
     #[pyo3(signature = (addr, pmtu, now_ns, port=None))]
@@ -194,7 +196,8 @@ impl PyTcbCache {
         port: Option<i64>,
     ) -> PyResult<()> {
         let k = key(addr, port)?;
-        self.inner.on_pmtu(k, pmtu, instant(now_ns)).py()
+        self.inner
+            .write(|c| c.on_pmtu(k, pmtu, instant(now_ns)).py())
     }
 
     #[pyo3(signature = (addr, conn, now_ns, port=None, srtt_s=None, rttvar_s=None, cwnd_pkts=None, ssthresh_pkts=None))]
@@ -218,20 +221,26 @@ impl PyTcbCache {
             ssthresh_pkts,
         };
         self.inner
-            .close(k, FlowId(conn), snap, instant(now_ns))
-            .py()
+            .write(|c| c.close(k, FlowId(conn), snap, instant(now_ns)).py())
     }
 
-    fn expire(&mut self, now_ns: u64) -> usize {
-        self.inner.expire(instant(now_ns))
+    fn expire(&mut self, now_ns: u64) -> PyResult<usize> {
+        self.inner.write(|c| Ok(c.expire(instant(now_ns))))
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.len()
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.read(|c| Ok(c.len()))
+    }
+
+    /// For tests only: panics inside the crate's object, as a bug would, to show that the call
+    /// raises CouplingInternalError and closes this cache.
+    fn _panic_for_test(&mut self) -> PyResult<()> {
+        self.inner.write(|_| panic!("a deliberate panic"))
     }
 
     fn __repr__(&self) -> String {
-        let c = self.inner.config();
+        self.inner.repr(|t| {
+        let c = t.config();
         format!(
             "TcbCache(share_congestion={}, expiry_s={}, min_mss={}, min_rto_s={}, min_ssthresh_pkts={}, initial_window_pkts={}, entries={})",
             if c.share_congestion { "True" } else { "False" },
@@ -240,7 +249,8 @@ impl PyTcbCache {
             fmt_f64(c.min_rto.as_secs_f64()),
             fmt_f64(c.min_ssthresh_pkts),
             fmt_f64(c.initial_window_pkts),
-            self.inner.len()
+            t.len()
         )
+        })
     }
 }

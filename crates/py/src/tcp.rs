@@ -1,7 +1,7 @@
 //! Bindings of `coupling::tcp`: one coupled group ([`PyTcpCoupler`]) and many groups with flow
 //! grouping ([`PyTcpGroups`]). Conversion only: every decision is the crate's.
 
-use crate::convert::{fmt_f64, fmt_opt, grouping, unknown_name, PyResultExt};
+use crate::convert::{fmt_f64, fmt_opt, grouping, unknown_name, Guarded, PyResultExt};
 use coupling::tcp::{self, CouplerKind, ETcp, Efcm, TcpCcc, TcpState, TcpUpdate};
 use coupling::{Error, FlowId, GroupId};
 use pyo3::prelude::*;
@@ -181,7 +181,14 @@ impl Coupler {
 /// One coupled group of TCP connections: "ccc", "ccc_handover", "etcp" or "efcm".
 #[pyclass(module = "macroflow", name = "TcpCoupler")]
 pub struct PyTcpCoupler {
-    inner: Coupler,
+    inner: Guarded<Coupler>,
+}
+
+fn coco(c: &Coupler) -> Option<u64> {
+    match c {
+        Coupler::Ccc(c) => c.coco().map(|f| f.0),
+        Coupler::ETcp(_) | Coupler::Efcm(_) => None,
+    }
 }
 
 #[pymethods]
@@ -191,7 +198,9 @@ impl PyTcpCoupler {
     fn new(kind: &str, max_burst_pkts: f64) -> PyResult<Self> {
         let mut inner = Coupler::new(parse_kind(kind)?);
         inner.get_mut().set_max_burst_pkts(max_burst_pkts).py()?;
-        Ok(PyTcpCoupler { inner })
+        Ok(PyTcpCoupler {
+            inner: Guarded::new("TcpCoupler", inner),
+        })
     }
 
     fn register(
@@ -201,11 +210,12 @@ impl PyTcpCoupler {
         cwnd_pkts: f64,
         ssthresh_pkts: f64,
     ) -> PyResult<Response> {
-        self.inner
-            .get_mut()
-            .register(FlowId(conn), priority, cwnd_pkts, ssthresh_pkts)
-            .py()
-            .map(Into::into)
+        self.inner.write(|c| {
+            c.get_mut()
+                .register(FlowId(conn), priority, cwnd_pkts, ssthresh_pkts)
+                .py()
+                .map(Into::into)
+        })
     }
 
     #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false, in_flight_pkts=0.0))]
@@ -219,115 +229,120 @@ impl PyTcpCoupler {
         in_flight_pkts: f64,
     ) -> PyResult<Option<Response>> {
         let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout, in_flight_pkts)?;
-        self.inner
-            .get_mut()
-            .update(FlowId(conn), u)
-            .py()
-            .map(|r| r.map(Into::into))
+        self.inner.write(|c| {
+            c.get_mut()
+                .update(FlowId(conn), u)
+                .py()
+                .map(|r| r.map(Into::into))
+        })
     }
 
     fn leave(&mut self, conn: u64) -> PyResult<()> {
-        self.inner.get_mut().leave(FlowId(conn)).py()
+        self.inner.write(|c| c.get_mut().leave(FlowId(conn)).py())
     }
 
     fn set_priority(&mut self, conn: u64, priority: f64) -> PyResult<()> {
         self.inner
-            .get_mut()
-            .set_priority(FlowId(conn), priority)
-            .py()
+            .write(|c| c.get_mut().set_priority(FlowId(conn), priority).py())
     }
 
     fn on_ack(&mut self, conn: u64) -> PyResult<Vec<Release>> {
-        let mut released = Vec::new();
-        self.inner
-            .get_mut()
-            .on_ack(FlowId(conn), &mut released)
-            .py()?;
-        Ok(released.into_iter().map(Into::into).collect())
+        self.inner.write(|c| {
+            let mut released = Vec::new();
+            c.get_mut().on_ack(FlowId(conn), &mut released).py()?;
+            Ok(released.into_iter().map(Into::into).collect())
+        })
     }
 
     #[getter]
-    fn name(&self) -> &'static str {
-        self.inner.get().name()
+    fn name(&self) -> PyResult<&'static str> {
+        self.inner.read(|c| Ok(c.get().name()))
     }
 
     #[getter]
-    fn sum_cwnd(&self) -> f64 {
-        self.inner.get().sum_cwnd()
+    fn sum_cwnd(&self) -> PyResult<f64> {
+        self.inner.read(|c| Ok(c.get().sum_cwnd()))
     }
 
     #[getter]
-    fn sum_ssthresh(&self) -> f64 {
-        match &self.inner {
-            Coupler::Ccc(c) => c.sum_ssthresh(),
-            Coupler::ETcp(c) => c.sum_ssthresh(),
-            Coupler::Efcm(c) => c.sum_ssthresh(),
-        }
+    fn sum_ssthresh(&self) -> PyResult<f64> {
+        self.inner.read(|c| {
+            Ok(match c {
+                Coupler::Ccc(c) => c.sum_ssthresh(),
+                Coupler::ETcp(c) => c.sum_ssthresh(),
+                Coupler::Efcm(c) => c.sum_ssthresh(),
+            })
+        })
     }
 
     /// The coordinating connection; always None for the baselines, which have none.
     #[getter]
-    fn coco(&self) -> Option<u64> {
-        match &self.inner {
-            Coupler::Ccc(c) => c.coco().map(|f| f.0),
-            Coupler::ETcp(_) | Coupler::Efcm(_) => None,
-        }
+    fn coco(&self) -> PyResult<Option<u64>> {
+        self.inner.read(|c| Ok(coco(c)))
     }
 
     #[getter]
     fn all_in_slow_start(&self) -> PyResult<bool> {
-        match &self.inner {
+        self.inner.read(|c| match c {
             Coupler::Ccc(c) => Ok(c.all_in_slow_start()),
             other => Err(Error::Unsupported {
                 operation: "all_in_slow_start",
                 coupler: other.get().name(),
             })
             .py(),
-        }
+        })
     }
 
     #[getter]
-    fn handovers_running(&self) -> usize {
-        match &self.inner {
-            Coupler::Ccc(c) => c.handovers_running(),
-            Coupler::ETcp(_) | Coupler::Efcm(_) => 0,
-        }
+    fn handovers_running(&self) -> PyResult<usize> {
+        self.inner.read(|c| {
+            Ok(match c {
+                Coupler::Ccc(c) => c.handovers_running(),
+                Coupler::ETcp(_) | Coupler::Efcm(_) => 0,
+            })
+        })
     }
 
     fn conn(&self, conn: u64) -> PyResult<ConnView> {
-        self.inner.get().conn(FlowId(conn)).py().map(Into::into)
-    }
-
-    fn conns(&self) -> Vec<ConnView> {
         self.inner
-            .get()
-            .conns()
-            .into_iter()
-            .map(Into::into)
-            .collect()
+            .read(|c| c.get().conn(FlowId(conn)).py().map(Into::into))
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.get().len()
+    fn conns(&self) -> PyResult<Vec<ConnView>> {
+        self.inner
+            .read(|c| Ok(c.get().conns().into_iter().map(Into::into).collect()))
     }
 
-    fn __contains__(&self, conn: &Bound<'_, PyAny>) -> bool {
-        conn.extract::<u64>()
-            .is_ok_and(|c| self.inner.get().conn(FlowId(c)).is_ok())
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.read(|c| Ok(c.get().len()))
+    }
+
+    fn __contains__(&self, conn: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let conn = conn.extract::<u64>().ok();
+        self.inner
+            .read(|c| Ok(conn.is_some_and(|x| c.get().conn(FlowId(x)).is_ok())))
     }
 
     fn __repr__(&self) -> String {
-        let c = self.inner.get();
-        let coco = match &self.inner {
-            Coupler::Ccc(_) => format!(", coco={}", fmt_opt(self.coco())),
-            _ => String::new(),
-        };
-        format!(
-            "TcpCoupler(kind='{}', conns={}, sum_cwnd={}{coco})",
-            c.name(),
-            c.len(),
-            fmt_f64(c.sum_cwnd())
-        )
+        self.inner.repr(|c| {
+            let coco = match c {
+                Coupler::Ccc(_) => format!(", coco={}", fmt_opt(coco(c))),
+                _ => String::new(),
+            };
+            let c = c.get();
+            format!(
+                "TcpCoupler(kind='{}', conns={}, sum_cwnd={}{coco})",
+                c.name(),
+                c.len(),
+                fmt_f64(c.sum_cwnd())
+            )
+        })
+    }
+
+    /// For tests only: panics inside the crate's object, as a bug would, to show that the call
+    /// raises CouplingInternalError and closes this coupler.
+    fn _panic_for_test(&mut self) -> PyResult<()> {
+        self.inner.write(|_| panic!("a deliberate panic"))
     }
 }
 
@@ -362,15 +377,19 @@ impl TcpGroupView {
 /// `Box<dyn TcpCoupler>` (Send, not Sync), so a Mutex makes the class shareable between threads.
 #[pyclass(module = "macroflow", name = "TcpGroups")]
 pub struct PyTcpGroups {
-    inner: Mutex<tcp::TcpGroups>,
+    inner: Guarded<Mutex<tcp::TcpGroups>>,
     default_kind: &'static str,
 }
 
-impl PyTcpGroups {
-    fn lock(&self) -> MutexGuard<'_, tcp::TcpGroups> {
-        // The crate never panics on bad input; a poisoned lock still holds consistent state.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
+/// The groups, for a read. Only `&self` calls lock (one at a time under the GIL); a panic inside
+/// one poisons the lock but also closes the object (`Guarded`), so no call reaches it again.
+fn lock(m: &Mutex<tcp::TcpGroups>) -> MutexGuard<'_, tcp::TcpGroups> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The groups, for a change (`&mut self`: no lock needed).
+fn groups(m: &mut Mutex<tcp::TcpGroups>) -> &mut tcp::TcpGroups {
+    m.get_mut().unwrap_or_else(|e| e.into_inner())
 }
 
 #[pymethods]
@@ -382,34 +401,37 @@ impl PyTcpGroups {
         let mut inner = tcp::TcpGroups::new(kind);
         inner.set_max_burst_pkts(max_burst_pkts).py()?;
         Ok(PyTcpGroups {
-            inner: Mutex::new(inner),
+            inner: Guarded::new("TcpGroups", Mutex::new(inner)),
             default_kind: kind.name(),
         })
     }
 
     #[getter]
-    fn default_kind(&self) -> &'static str {
-        self.default_kind
+    fn default_kind(&self) -> PyResult<&'static str> {
+        self.inner.read(|_| Ok(self.default_kind))
     }
 
     #[getter]
-    fn max_burst_pkts(&self) -> f64 {
-        self.lock().max_burst_pkts()
+    fn max_burst_pkts(&self) -> PyResult<f64> {
+        self.inner.read(|m| Ok(lock(m).max_burst_pkts()))
     }
 
     /// Sets the burst limit of every group, now and for groups created later.
     fn set_max_burst_pkts(&mut self, pkts: f64) -> PyResult<()> {
-        self.lock().set_max_burst_pkts(pkts).py()
+        self.inner
+            .write(|m| groups(m).set_max_burst_pkts(pkts).py())
     }
 
     fn configure_group(&mut self, gid: u64, kind: &str) -> PyResult<()> {
         let kind = parse_kind(kind)?;
-        self.lock().configure_group(GroupId(gid), kind).py()
+        self.inner
+            .write(|m| groups(m).configure_group(GroupId(gid), kind).py())
     }
 
     /// Removes an empty group, configured or not.
     fn remove_group(&mut self, gid: u64) -> PyResult<()> {
-        self.lock().remove_group(GroupId(gid)).py()
+        self.inner
+            .write(|m| groups(m).remove_group(GroupId(gid)).py())
     }
 
     #[pyo3(signature = (conn, priority, cwnd_pkts, ssthresh_pkts, group=None, five_tuple=None, dscp=0, label=None))]
@@ -426,11 +448,12 @@ impl PyTcpGroups {
         label: Option<String>,
     ) -> PyResult<(u64, Response)> {
         let g = grouping(group, five_tuple, dscp, label)?;
-        let (gid, r) = self
-            .lock()
-            .register(FlowId(conn), &g, priority, cwnd_pkts, ssthresh_pkts)
-            .py()?;
-        Ok((gid.0, r.into()))
+        self.inner.write(|m| {
+            let (gid, r) = groups(m)
+                .register(FlowId(conn), &g, priority, cwnd_pkts, ssthresh_pkts)
+                .py()?;
+            Ok((gid.0, r.into()))
+        })
     }
 
     #[pyo3(signature = (conn, cwnd_pkts, ssthresh_pkts, state, timeout=false, in_flight_pkts=0.0))]
@@ -444,56 +467,74 @@ impl PyTcpGroups {
         in_flight_pkts: f64,
     ) -> PyResult<Option<Response>> {
         let u = update_input(cwnd_pkts, ssthresh_pkts, state, timeout, in_flight_pkts)?;
-        self.lock()
-            .update(FlowId(conn), u)
-            .py()
-            .map(|r| r.map(Into::into))
-    }
-
-    fn on_ack(&mut self, conn: u64) -> PyResult<Vec<Release>> {
-        let mut released = Vec::new();
-        self.lock().on_ack(FlowId(conn), &mut released).py()?;
-        Ok(released.into_iter().map(Into::into).collect())
-    }
-
-    fn set_priority(&mut self, conn: u64, priority: f64) -> PyResult<()> {
-        self.lock().set_priority(FlowId(conn), priority).py()
-    }
-
-    fn leave(&mut self, conn: u64) -> PyResult<()> {
-        self.lock().leave(FlowId(conn)).py()
-    }
-
-    fn group_of(&self, conn: u64) -> PyResult<u64> {
-        self.lock().group_of(FlowId(conn)).py().map(|g| g.0)
-    }
-
-    fn group_ids(&self) -> Vec<u64> {
-        self.lock().group_ids().into_iter().map(|g| g.0).collect()
-    }
-
-    fn group(&self, gid: u64) -> PyResult<TcpGroupView> {
-        let groups = self.lock();
-        let g = groups.group(GroupId(gid)).py()?;
-        Ok(TcpGroupView {
-            gid,
-            kind: g.name(),
-            sum_cwnd: g.sum_cwnd(),
-            conns: g.conns().into_iter().map(Into::into).collect(),
+        self.inner.write(|m| {
+            groups(m)
+                .update(FlowId(conn), u)
+                .py()
+                .map(|r| r.map(Into::into))
         })
     }
 
-    fn __contains__(&self, conn: &Bound<'_, PyAny>) -> bool {
-        conn.extract::<u64>()
-            .is_ok_and(|c| self.lock().group_of(FlowId(c)).is_ok())
+    fn on_ack(&mut self, conn: u64) -> PyResult<Vec<Release>> {
+        self.inner.write(|m| {
+            let mut released = Vec::new();
+            groups(m).on_ack(FlowId(conn), &mut released).py()?;
+            Ok(released.into_iter().map(Into::into).collect())
+        })
+    }
+
+    fn set_priority(&mut self, conn: u64, priority: f64) -> PyResult<()> {
+        self.inner
+            .write(|m| groups(m).set_priority(FlowId(conn), priority).py())
+    }
+
+    fn leave(&mut self, conn: u64) -> PyResult<()> {
+        self.inner.write(|m| groups(m).leave(FlowId(conn)).py())
+    }
+
+    fn group_of(&self, conn: u64) -> PyResult<u64> {
+        self.inner
+            .read(|m| lock(m).group_of(FlowId(conn)).py().map(|g| g.0))
+    }
+
+    fn group_ids(&self) -> PyResult<Vec<u64>> {
+        self.inner
+            .read(|m| Ok(lock(m).group_ids().into_iter().map(|g| g.0).collect()))
+    }
+
+    fn group(&self, gid: u64) -> PyResult<TcpGroupView> {
+        self.inner.read(|m| {
+            let groups = lock(m);
+            let g = groups.group(GroupId(gid)).py()?;
+            Ok(TcpGroupView {
+                gid,
+                kind: g.name(),
+                sum_cwnd: g.sum_cwnd(),
+                conns: g.conns().into_iter().map(Into::into).collect(),
+            })
+        })
+    }
+
+    fn __contains__(&self, conn: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let conn = conn.extract::<u64>().ok();
+        self.inner
+            .read(|m| Ok(conn.is_some_and(|c| lock(m).group_of(FlowId(c)).is_ok())))
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "TcpGroups(default_kind='{}', groups={})",
-            self.default_kind,
-            self.lock().group_ids().len()
-        )
+        self.inner.repr(|m| {
+            format!(
+                "TcpGroups(default_kind='{}', groups={})",
+                self.default_kind,
+                lock(m).group_ids().len()
+            )
+        })
+    }
+
+    /// For tests only: panics inside the crate's object, as a bug would, to show that the call
+    /// raises CouplingInternalError and closes these groups.
+    fn _panic_for_test(&mut self) -> PyResult<()> {
+        self.inner.write(|_| panic!("a deliberate panic"))
     }
 }
 
