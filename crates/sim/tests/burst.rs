@@ -14,6 +14,7 @@ use sim::net::{Network, NodeId};
 use sim::packet::{Packet, PacketKind};
 use sim::stats::{burst_bucket, BurstStats, FlowSummary, PacketEventKind, Results, BURST_BUCKETS};
 use sim::transport::cc::CcKind;
+use sim::transport::coupled::CouplingGroups;
 use sim::transport::tcp::{Endpoints, Outbox, TcpConfig, TcpSender};
 use sim::{Sim, TcpFlowConfig};
 
@@ -146,6 +147,8 @@ fn a_window_raised_from_outside_leaves_as_one_burst() {
         dscp: 0,
         hash: 0,
     };
+    // Uncoupled: the groups its hooks are given stay empty.
+    let mut groups = CouplingGroups::default();
     let mut s = TcpSender::new(
         TcpConfig::default(),
         CcKind::named("newreno").build(),
@@ -161,7 +164,7 @@ fn a_window_raised_from_outside_leaves_as_one_burst() {
 
     // An ACK of 2 segments: 8 in flight, cwnd 10 -> 11 (slow start): 3 leave.
     let t1 = Instant::from_millis(100);
-    assert!(s.on_ack(&ack(2), t1, &mut out));
+    assert!(s.on_ack(&ack(2), t1, &mut out, &mut groups));
     s.send_available(t1, &mut out);
     assert_eq!(sent(&mut out), 3);
 
@@ -180,7 +183,7 @@ fn a_window_raised_from_outside_leaves_as_one_burst() {
 
     // The next ACK (1 segment): 69 in flight, cwnd 71: 2 leave, a new burst.
     let t3 = t2 + Duration::from_millis(1);
-    assert!(s.on_ack(&ack(3), t3, &mut out));
+    assert!(s.on_ack(&ack(3), t3, &mut out, &mut groups));
     s.send_available(t3, &mut out);
     assert_eq!(sent(&mut out), 2);
 

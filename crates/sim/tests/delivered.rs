@@ -5,6 +5,7 @@ use coupling::Instant;
 use sim::net::NodeId;
 use sim::packet::{Packet, PacketKind, SackBlock};
 use sim::transport::cc::{AckSample, CongestionControl, TcpCc};
+use sim::transport::coupled::CouplingGroups;
 use sim::transport::tcp::{Endpoints, Outbox, TcpConfig, TcpSender};
 use std::sync::{Arc, Mutex};
 
@@ -50,6 +51,8 @@ fn a_cumulative_ack_over_sacked_segments_delivers_only_the_new_ones() {
         dscp: 0,
         hash: 0,
     };
+    // Uncoupled: the groups its hooks are given stay empty.
+    let mut groups = CouplingGroups::default();
     let mut s = TcpSender::new(
         TcpConfig::default(),
         Box::new(Recorder(seen.clone())),
@@ -61,13 +64,13 @@ fn a_cumulative_ack_over_sacked_segments_delivers_only_the_new_ones() {
     s.start(Instant::ZERO, &mut out);
     // Segment 0 is late (reordered); 1 and 2 arrive first: two duplicate ACKs with SACK (fewer
     // than the three that would start recovery).
-    assert!(!s.on_ack(&ack(0, &[(1, 2)]), t, &mut out));
-    assert!(!s.on_ack(&ack(0, &[(1, 3)]), t, &mut out));
+    assert!(!s.on_ack(&ack(0, &[(1, 2)]), t, &mut out, &mut groups));
+    assert!(!s.on_ack(&ack(0, &[(1, 3)]), t, &mut out, &mut groups));
     // Segment 0 arrives: the ACK jumps to 3, but only segment 0 is new.
-    assert!(s.on_ack(&ack(3, &[]), t, &mut out));
+    assert!(s.on_ack(&ack(3, &[]), t, &mut out, &mut groups));
     // The next ACK covers 3 and 4 (delayed ACK) and SACKs 6: 3 new segments.
-    assert!(s.on_ack(&ack(5, &[(6, 7)]), t, &mut out));
+    assert!(s.on_ack(&ack(5, &[(6, 7)]), t, &mut out, &mut groups));
     // And the ACK for 5 jumps over the SACKed 6: one new segment.
-    assert!(s.on_ack(&ack(7, &[]), t, &mut out));
+    assert!(s.on_ack(&ack(7, &[]), t, &mut out, &mut groups));
     assert_eq!(*seen.lock().unwrap(), vec![1, 3, 1]);
 }

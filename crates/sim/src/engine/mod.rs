@@ -7,10 +7,10 @@
 //! |---|---|
 //! | [`sched`] | simulated time and the pending events |
 //! | [`fabric`] | the network: links, the packet pool, forwarding; packet taps |
-//! | [`tcp_flows`] | TCP flows: connections, timers, what they tell their coupling group |
+//! | [`tcp_flows`] | TCP flows: connections, timers; their controllers call their coupling group (`transport::coupled`) |
 //! | [`udp_flows`] | UDP flows and their traffic sources |
 //! | [`media_flows`] | rate-controlled media flows, their feedback, their FSE signalling |
-//! | [`coupling`] | the TCP coupling groups and FSE groups, and the errors they return |
+//! | [`coupling`] | the FSE groups and their signalling, and the errors they return |
 //! | [`record`] | time series (flows, media, queues), packet trace, pcap captures |
 //!
 //! Adding a transport: a module with its flows and events, an `Event` variant, and its lines in
@@ -25,13 +25,13 @@ mod sched;
 mod tcp_flows;
 mod udp_flows;
 
-pub use self::coupling::CouplingErrors;
+pub use crate::transport::coupled::CouplingErrors;
 pub use media_flows::{FseCoupling, MediaFlowConfig};
 pub use record::{MAX_SAMPLE_ROWS, MIN_SAMPLE_INTERVAL};
 pub use tcp_flows::TcpFlowConfig;
 pub use udp_flows::UdpFlowConfig;
 
-use self::coupling::{FseSignalling, TcpCoupling};
+use self::coupling::FseSignalling;
 use crate::error::SimError;
 use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketKind};
@@ -39,6 +39,7 @@ use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
 use crate::rng::{seeded, SimRng};
 use crate::stats::{LinkSummary, Results};
 use crate::traffic::WebWorkload;
+use crate::transport::coupled::CouplingGroups;
 use crate::transport::rate::{RateReceiver, RateSender};
 use crate::transport::tcp::Outbox;
 use ::coupling::fse::Algorithm;
@@ -95,7 +96,7 @@ pub struct Sim {
     rng: SimRng,
     out: Outbox,
     tcp: TcpFlows,
-    tcp_coupling: TcpCoupling,
+    tcp_coupling: CouplingGroups,
     udp: UdpFlows,
     media: MediaFlows,
     fse: FseSignalling,
@@ -133,7 +134,7 @@ impl Sim {
             rng: seeded(seed),
             out: Outbox::default(),
             tcp: TcpFlows::default(),
-            tcp_coupling: TcpCoupling::new(),
+            tcp_coupling: CouplingGroups::default(),
             udp: UdpFlows::default(),
             media: MediaFlows::default(),
             fse: FseSignalling::default(),
@@ -300,13 +301,29 @@ impl Sim {
 
     /// Sets a coupling group's burst limit (`TcpCoupler::set_max_burst_pkts`; 0 by default).
     pub fn set_max_burst_pkts(&mut self, group: usize, pkts: f64) -> Result<(), SimError> {
-        self.tcp_coupling.set_max_burst_pkts(group, pkts)
+        let name = format!("group[{group}].max_burst_pkts");
+        match self.tcp_coupling.set_max_burst_pkts(group, pkts) {
+            None => Err(SimError::invalid(
+                name,
+                group as f64,
+                "an existing coupling group",
+            )),
+            Some(r) => {
+                r.map_err(|_| SimError::invalid(name, pkts, "a finite number of segments >= 0"))
+            }
+        }
     }
 
     /// Puts `flow` into `group` with `priority`; it registers when it starts.
     pub fn couple(&mut self, flow: u32, group: usize, priority: f64) -> Result<(), SimError> {
         let name = format!("flow[{flow}].coupling");
-        self.tcp_coupling.check_group(&name, group)?;
+        if group >= self.tcp_coupling.len() {
+            return Err(SimError::invalid(
+                format!("{name}.group"),
+                group,
+                "an existing coupling group",
+            ));
+        }
         check_priority(&name, priority)?;
         self.tcp.couple(flow, group, priority)
     }
@@ -328,7 +345,7 @@ impl Sim {
             return Err(SimError::invalid(name, flow, "a coupled flow"));
         }
         check_priority(&name, priority)?;
-        let i = self.tcp_coupling.push_change(flow, priority);
+        let i = self.tcp.push_change(flow, priority);
         self.sched.schedule(at, Event::SetPriority(i));
         Ok(())
     }
@@ -381,8 +398,7 @@ impl Sim {
                 self.media.fse_deliver(msg, &mut cx, &mut self.fse);
             }
             Event::SetPriority(i) => {
-                let (flow, p) = self.tcp_coupling.change(i);
-                self.tcp.set_priority(flow, p, &mut self.tcp_coupling);
+                self.tcp.set_priority(i, &mut self.tcp_coupling);
             }
             Event::Sample => {
                 self.rec

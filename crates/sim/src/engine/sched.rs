@@ -20,7 +20,7 @@ pub(crate) enum Event {
     Media(MediaEvent),
     /// A delayed FSE message reaches the FSE or a flow (a slot of `FseSignalling`).
     Fse(u32),
-    /// A scheduled priority change of a coupled TCP flow (index into `TcpCoupling`).
+    /// A scheduled priority change of a coupled TCP flow (index into `TcpFlows::changes`).
     SetPriority(u32),
     /// The recorder samples flows and queues.
     Sample,

@@ -1,11 +1,12 @@
 //! TCP flows: their connections (sender, receiver, timers), driven by events and by the packets
-//! the fabric delivers, and their coupling to TCP coupling groups.
+//! the fabric delivers. A coupled flow's controller calls its coupling group from its own hooks
+//! (`transport::coupled`); this agent passes the groups in, applies the segments a handover
+//! releases to other flows, and has a finished flow leave its group.
 //!
 //! A flow's connection exists only from the flow's start until it has finished and none of its
 //! packets is left in the network; then a summary replaces it (issue 13: a web workload drew about
 //! 1.2 kB per flow up front and kept it to the end, 62 MB for an hour at 5 Mbit/s).
 
-use super::coupling::TcpCoupling;
 use super::fabric::Fabric;
 use super::sched::{Event, Scheduler};
 use super::{check_dscp, check_endpoints, five_tuple_hash, Ctx};
@@ -14,6 +15,7 @@ use crate::net::NodeId;
 use crate::packet::{Packet, PacketKind};
 use crate::stats::{BurstStats, FlowSample, FlowSummary};
 use crate::transport::cc::CcKind;
+use crate::transport::coupled::{Coupled, CouplingGroups, Seat};
 use crate::transport::tcp::{
     Endpoints, ReceiverStats, SenderStats, TcpConfig, TcpReceiver, TcpSender,
 };
@@ -66,7 +68,8 @@ struct Flow {
     hash: u32,
     /// Index into `TcpFlows::configs`: the flows of a web workload share one.
     tcp: u32,
-    /// (group, priority) if the flow is coupled.
+    /// (group, priority) if the flow is coupled (and, once started, its registration was
+    /// accepted).
     coupling: Option<(usize, f64)>,
     /// Whether the sampler still visits it (it takes one sample after the flow ends).
     sampled: bool,
@@ -90,9 +93,6 @@ enum FlowState {
 struct Conn {
     snd: TcpSender,
     rcv: TcpReceiver,
-    /// The (cwnd, ssthresh, state) last reported to the coupler or applied from it.
-    reported: Option<(f64, f64, TcpState)>,
-    left_group: bool,
     rto_event: Option<Instant>,
     delack_event: Option<Instant>,
 }
@@ -141,6 +141,10 @@ pub(crate) struct TcpFlows {
     sampling_left: Vec<u32>,
     /// Whether the recorder samples flows (a starting flow then joins `sampled`).
     sampled_on: bool,
+    /// Scheduled priority changes: (flow, priority), by the index their event carries.
+    changes: Vec<(u32, f64)>,
+    /// Scratch for the segments an ACK releases to joining flows (kept for its capacity).
+    releases: Vec<coupling::tcp::Release>,
 }
 
 impl TcpFlows {
@@ -216,18 +220,26 @@ impl TcpFlows {
         self.flows.get(flow as usize).map(|f| f.coupling.is_some())
     }
 
-    /// A scheduled priority change: the coupler is told if the flow is in its group now.
-    pub fn set_priority(&mut self, flow: u32, priority: f64, coupling: &mut TcpCoupling) {
+    /// Keeps a priority change for its event; returns the event's index.
+    pub fn push_change(&mut self, flow: u32, priority: f64) -> u32 {
+        self.changes.push((flow, priority));
+        self.changes.len() as u32 - 1
+    }
+
+    /// A scheduled priority change (the event's index): the coupler is told if the flow is in its
+    /// group now; a flow that has not started registers with it.
+    pub fn set_priority(&mut self, change: u32, coupling: &mut CouplingGroups) {
+        let (flow, priority) = self.changes[change as usize];
         let fl = &mut self.flows[flow as usize];
         if let Some((g, _)) = fl.coupling {
             fl.coupling = Some((g, priority));
-            if fl.live().is_some_and(|c| !c.left_group) {
-                coupling.set_priority(g, flow, priority);
+            if let Some(c) = fl.live() {
+                c.snd.set_priority(priority, coupling);
             }
         }
     }
 
-    pub fn handle(&mut self, ev: TcpEvent, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+    pub fn handle(&mut self, ev: TcpEvent, cx: &mut Ctx, coupling: &mut CouplingGroups) {
         match ev {
             TcpEvent::Start(f) => self.start(f, cx, coupling),
             TcpEvent::Rto(f) => self.rto(f, cx, coupling),
@@ -247,7 +259,7 @@ impl TcpFlows {
     }
 
     /// A packet of flow `p.flow` reached its destination.
-    pub fn deliver(&mut self, p: &Packet, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+    pub fn deliver(&mut self, p: &Packet, cx: &mut Ctx, coupling: &mut CouplingGroups) {
         let f = p.flow;
         match p.kind {
             PacketKind::TcpData => {
@@ -282,7 +294,7 @@ impl TcpFlows {
         }
     }
 
-    fn start(&mut self, f: u32, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+    fn start(&mut self, f: u32, cx: &mut Ctx, coupling: &mut CouplingGroups) {
         let fl = &mut self.flows[f as usize];
         let cfg = self.configs[fl.tcp as usize];
         let ep = Endpoints {
@@ -292,24 +304,19 @@ impl TcpFlows {
             dscp: fl.dscp,
             hash: fl.hash,
         };
+        let seat = fl
+            .coupling
+            .map(|(group, priority)| Seat { group, priority });
+        let cc = Coupled::new(fl.cc.build(), f, seat);
         let mut c = Box::new(Conn {
-            snd: TcpSender::new(cfg, fl.cc.build(), ep, fl.size_bytes),
+            // The controller's init registers a coupled flow with its group.
+            snd: TcpSender::coupled(cfg, cc, ep, fl.size_bytes, coupling),
             rcv: TcpReceiver::new(cfg, ep),
-            reported: None,
-            left_group: false,
             rto_event: None,
             delack_event: None,
         });
-        if let Some((g, p)) = fl.coupling {
-            let tp = c.snd.tp;
-            match coupling.register(g, f, p, tp.cwnd, tp.ssthresh) {
-                Some(r) => {
-                    let state = c.snd.coupling_state();
-                    c.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
-                    c.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
-                }
-                None => fl.coupling = None,
-            }
+        if !c.snd.controller().is_coupled() {
+            fl.coupling = None; // refused (counted): it runs uncoupled
         }
         c.snd.start(cx.now, cx.out);
         fl.state = FlowState::Live(c);
@@ -354,74 +361,35 @@ impl TcpFlows {
         fl.state = FlowState::Done(done);
     }
 
-    /// Reports the sender's window to its coupler when it changed, and applies the answer
-    /// (seed 003 sec. 9.2.2: "they update their status each time they change cwnd").
-    fn sync_coupling(&mut self, f: u32, timeout: bool, coupling: &mut TcpCoupling) {
-        let fl = &mut self.flows[f as usize];
-        let Some((g, _)) = fl.coupling else { return };
-        let c = fl.conn();
-        if c.left_group {
-            return;
-        }
-        // A connection reports slow start right after a timeout (seed 003 Table 9.1), whatever its
-        // ssthresh says.
-        let state = if timeout {
-            TcpState::SlowStart
-        } else {
-            c.snd.coupling_state()
-        };
-        let now = (c.snd.tp.cwnd, c.snd.tp.ssthresh, state);
-        if !timeout && c.reported == Some(now) {
-            return;
-        }
-        match coupling.update(g, f, now.0, now.1, state, timeout, c.snd.pipe_pkts()) {
-            Some(Some(r)) => {
-                c.snd.set_window(r.cwnd_pkts, r.ssthresh_pkts);
-                // Remember the state that was reported: if the answer moves the sender to another
-                // state, the next check reports that at once.
-                c.reported = Some((r.cwnd_pkts, r.ssthresh_pkts, state));
-            }
-            Some(None) => c.reported = Some(now),
-            // Counted by the coupling glue; the sender keeps its own window.
-            None => {}
-        }
-    }
-
-    fn on_ack(&mut self, f: u32, p: &Packet, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+    fn on_ack(&mut self, f: u32, p: &Packet, cx: &mut Ctx, coupling: &mut CouplingGroups) {
         let now = cx.now;
-        let new_data = self.flows[f as usize].conn().snd.on_ack(p, now, cx.out);
-        self.sync_coupling(f, false, coupling);
-        // Ack-clocked handover: this ACK may release segments of joining flows.
-        let fl = &mut self.flows[f as usize];
-        if let (true, Some((g, _))) = (new_data, fl.coupling) {
-            if !fl.conn().left_group {
-                for &r in coupling.handover(g, f) {
-                    let j = r.conn.0 as u32;
-                    // A group releases only to its members, which are live.
-                    let other = self.flows[j as usize].conn();
-                    let ssthresh = other.snd.tp.ssthresh;
-                    let state = other.snd.coupling_state();
-                    other.snd.set_window(r.cwnd_pkts, ssthresh);
-                    other.reported = Some((r.cwnd_pkts, ssthresh, state));
-                    other.snd.send_available(now, cx.out);
-                    self.arm_rto(j, cx);
-                }
-            }
+        // The sender's controller reports to its group at the end of the ACK.
+        self.flows[f as usize]
+            .conn()
+            .snd
+            .on_ack(p, now, cx.out, coupling);
+        // Ack-clocked handover: this ACK may have released segments of joining flows.
+        coupling.take_releases(&mut self.releases);
+        for i in 0..self.releases.len() {
+            let r = self.releases[i];
+            let j = r.conn.0 as u32;
+            // A group releases only to its members, which are live.
+            let other = self.flows[j as usize].conn();
+            other.snd.on_release(r.cwnd_pkts);
+            other.snd.send_available(now, cx.out);
+            self.arm_rto(j, cx);
         }
-        let fl = &mut self.flows[f as usize];
-        let group = fl.coupling.map(|(g, _)| g);
-        let c = fl.conn();
+        let c = self.flows[f as usize].conn();
         c.snd.send_available(now, cx.out);
-        if let (Some(_), Some(g), false) = (c.snd.finished_at, group, c.left_group) {
-            // A finished transfer leaves its group (Algorithm 6).
-            c.left_group = true;
-            coupling.leave(g, f);
+        if c.snd.finished_at.is_some() {
+            // A finished transfer leaves its group (Algorithm 6; once).
+            c.snd.release(coupling);
         }
         self.arm_rto(f, cx);
         cx.flush();
     }
 
-    fn rto(&mut self, f: u32, cx: &mut Ctx, coupling: &mut TcpCoupling) {
+    fn rto(&mut self, f: u32, cx: &mut Ctx, coupling: &mut CouplingGroups) {
         let now = cx.now;
         // A retired flow's timer event may still be in the heap: it has nothing to do.
         let Some(c) = self.flows[f as usize].live() else {
@@ -436,9 +404,7 @@ impl TcpFlows {
         c.rto_event = None;
         match c.snd.rto_deadline() {
             Some(d) if d <= now => {
-                c.snd.on_rto(now);
-                self.sync_coupling(f, true, coupling);
-                let c = self.flows[f as usize].conn();
+                c.snd.on_rto(now, coupling);
                 c.snd.send_available(now, cx.out);
                 self.arm_rto(f, cx);
                 cx.flush();

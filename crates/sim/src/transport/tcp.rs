@@ -2,7 +2,10 @@
 //!
 //! Sender: SACK-based loss recovery (RFC 6675) when SACK is on, NewReno (RFC 5681, RFC 6582)
 //! otherwise; RTO per RFC 6298 with a configurable minimum and exponential backoff, go-back-N after
-//! a timeout (skipping SACKed segments); a congestion controller behind [`CongestionControl`]. Receiver: cumulative ACKs with SACK blocks (RFC 2018), delayed ACKs (every
+//! a timeout (skipping SACKed segments); a congestion controller behind [`CongestionControl`],
+//! wrapped in [`Coupled`], which calls the connection's coupling group (if any) from the
+//! controller's hooks; the groups' shared state is passed to the calls that may reach it.
+//! Receiver: cumulative ACKs with SACK blocks (RFC 2018), delayed ACKs (every
 //! second full segment, or when the delayed-ACK timer fires; at once for out-of-order data or when
 //! a hole is filled), timestamps echoed for RTT samples (RFC 7323).
 //!
@@ -10,6 +13,7 @@
 //! itself: they are given `now` and append the packets to send to an [`Outbox`].
 
 use super::cc::{AckSample, CaState, CongestionControl, CwndEvent, TcpCc};
+use super::coupled::{coupling_state, Coupled, CouplingGroups};
 use super::sack::{insert_range, Scoreboard};
 use crate::error::SimError;
 use crate::packet::{Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
@@ -144,7 +148,7 @@ pub struct SenderStats {
 #[derive(Debug)]
 pub struct TcpSender {
     pub cfg: TcpConfig,
-    cc: Box<dyn CongestionControl>,
+    cc: Coupled,
     pub tp: TcpCc,
     ep: Endpoints,
     /// Bytes to send; `None`: a bulk transfer.
@@ -172,11 +176,29 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
+    /// An uncoupled sender.
     pub fn new(
         cfg: TcpConfig,
-        mut cc: Box<dyn CongestionControl>,
+        cc: Box<dyn CongestionControl>,
         ep: Endpoints,
         size: Option<u64>,
+    ) -> Self {
+        TcpSender::coupled(
+            cfg,
+            Coupled::uncoupled(cc),
+            ep,
+            size,
+            &mut CouplingGroups::default(),
+        )
+    }
+
+    /// A sender whose controller may be in a coupling group: `init` registers it.
+    pub fn coupled(
+        cfg: TcpConfig,
+        mut cc: Coupled,
+        ep: Endpoints,
+        size: Option<u64>,
+        g: &mut CouplingGroups,
     ) -> Self {
         let mut tp = TcpCc {
             cwnd: cfg.initial_cwnd_pkts,
@@ -187,7 +209,7 @@ impl TcpSender {
             min_rtt: None,
             snd_nxt: 0,
         };
-        cc.init(&mut tp);
+        cc.init(&mut tp, g);
         TcpSender {
             cfg,
             cc,
@@ -246,19 +268,33 @@ impl TcpSender {
 
     /// The state as a coupler sees it (seed 003 Table 9.1).
     pub fn coupling_state(&self) -> TcpState {
-        if self.in_recovery() {
-            TcpState::FastRecovery
-        } else if self.tp.cwnd < self.tp.ssthresh {
-            TcpState::SlowStart
-        } else {
-            TcpState::CongestionAvoidance
-        }
+        coupling_state(&self.tp)
     }
 
-    /// Applies a coupler's answer.
+    /// Sets the window (tests: a coupler's answer, applied by hand).
     pub fn set_window(&mut self, cwnd_pkts: f64, ssthresh_pkts: f64) {
         self.tp.cwnd = cwnd_pkts;
         self.tp.ssthresh = ssthresh_pkts;
+    }
+
+    /// The controller and its coupling seat.
+    pub fn controller(&self) -> &Coupled {
+        &self.cc
+    }
+
+    /// Applies a segment released to this connection by another's ACK (ack-clocked handover).
+    pub fn on_release(&mut self, cwnd_pkts: f64) {
+        self.cc.on_release(&mut self.tp, cwnd_pkts);
+    }
+
+    /// A scheduled priority change, told to the group while the connection is in it.
+    pub fn set_priority(&mut self, priority: f64, g: &mut CouplingGroups) {
+        self.cc.set_priority(priority, g);
+    }
+
+    /// The transfer is over: the connection leaves its group (`.release`).
+    pub fn release(&mut self, g: &mut CouplingGroups) {
+        self.cc.release(g);
     }
 
     pub fn rto_deadline(&self) -> Option<Instant> {
@@ -499,9 +535,26 @@ impl TcpSender {
     }
 
     /// Processes an ACK; sends retransmissions it triggers but not new data (call
-    /// [`Self::send_available`] after any coupling has adjusted the window). Returns whether the
-    /// ACK acknowledged new data.
-    pub fn on_ack(&mut self, ack: &Packet, now: Instant, out: &mut Outbox) -> bool {
+    /// [`Self::send_available`] after any handover has adjusted windows). At the end, a coupled
+    /// controller reports a changed window to its group and applies the answer, and an ACK of new
+    /// data may release segments to joining connections, left in `g` for the TCP agent
+    /// ([`CouplingGroups::take_releases`]). Returns whether the ACK acknowledged new data.
+    pub fn on_ack(
+        &mut self,
+        ack: &Packet,
+        now: Instant,
+        out: &mut Outbox,
+        g: &mut CouplingGroups,
+    ) -> bool {
+        let new_data = self.process_ack(ack, now, out);
+        if self.cc.group().is_some() {
+            let in_flight = self.pipe_pkts();
+            self.cc.ack_done(&mut self.tp, new_data, in_flight, g);
+        }
+        new_data
+    }
+
+    fn process_ack(&mut self, ack: &Packet, now: Instant, out: &mut Outbox) -> bool {
         let mss = self.cfg.mss as u64;
         let sacked_before = if self.cfg.sack {
             let before = self.sb.sacked_within(self.snd_una, self.snd_max);
@@ -607,8 +660,9 @@ impl TcpSender {
         }
     }
 
-    /// The retransmission timer fired at `now` (the engine checks the deadline).
-    pub fn on_rto(&mut self, now: Instant) {
+    /// The retransmission timer fired at `now` (the engine checks the deadline). A coupled
+    /// controller tells its group of the timeout.
+    pub fn on_rto(&mut self, now: Instant, g: &mut CouplingGroups) {
         if self.snd_max == self.snd_una {
             self.rto_deadline = None;
             return;
@@ -624,6 +678,10 @@ impl TcpSender {
         self.sb.clear_retransmissions();
         self.dupacks = 0;
         self.set_ca_state(CaState::Loss);
+        if self.cc.group().is_some() {
+            let in_flight = self.pipe_pkts();
+            self.cc.timeout(&mut self.tp, in_flight, g);
+        }
         self.rto = self.rto.saturating_mul(2).min(self.cfg.max_rto);
         self.rto_deadline = Some(now + self.rto);
     }
