@@ -143,7 +143,7 @@ def test_raised_errors_pickle():
 
 def test_constants():
     assert mf.FSE_ALGORITHMS == ("active", "conservative_active", "simple_passive", "passive")
-    assert mf.TCP_COUPLER_KINDS == ("ccc", "ccc_handover", "etcp", "efcm")
+    assert mf.TCP_COUPLER_KINDS == ("ccc", "ccc_handover", "ccc_int", "ccc_handover_int", "etcp", "efcm")
     assert mf.TCP_STATES == ("SS", "CA", "FR")
     for a in mf.FSE_ALGORITHMS:
         assert mf.FseGroup(a).algorithm == a

@@ -464,3 +464,26 @@ def test_groups_burst_limit_reaches_every_group():
     assert tg.update(1, 10.0, 1e9, "CA", in_flight_pkts=10.0).cwnd_pkts == 14.0
     tg.set_max_burst_pkts(0.0)
     assert tg.update(1, 14.0, 1e9, "CA", in_flight_pkts=14.0).cwnd_pkts == 14.0
+
+
+def test_the_integer_window_mode_keeps_whole_packets_and_refuses_tiny_priorities():
+    """Issue 14: "ccc_int" is ctrlTCP in the kernel's arithmetic: windows are whole packets (a
+    fraction given is dropped), priorities are kept in units of 2^-16 and a smaller one is refused
+    with the object unchanged; the same split as "ccc" where no rounding is involved."""
+    g = mf.TcpCoupler("ccc_int")
+    f = mf.TcpCoupler("ccc")
+    assert g.name == "ccc_int"
+    with pytest.raises(mf.InvalidValueError, match="1/65536"):
+        g.register(1, 1e-6, 10.0, 100.0)
+    assert len(g) == 0
+    for c in (g, f):
+        c.register(1, 1.0, 10.7, 100.0)
+        c.register(2, 3.0, 10.0, 100.0)
+    assert g.sum_cwnd == 20.0 and f.sum_cwnd == 20.7
+    r = g.update(2, 40.0, 100.0, "SS", in_flight_pkts=40.0)
+    # The aggregate slow-starts (every increase counts): 20 + 30 = 50; 3/4 of it is 37.5, floored.
+    assert g.sum_cwnd == 50.0 and r.cwnd_pkts == 37.0
+    assert g.conn(1).priority == 1.0 and g.conn(2).priority == 3.0
+    h = mf.TcpCoupler("ccc_handover_int")
+    h.register(1, 1.0, 10.0, 100.0)
+    assert h.register(2, 1.0, 10.0, 100.0).cwnd_pkts == 1.0, "a joiner in handover starts with one"

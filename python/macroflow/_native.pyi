@@ -19,7 +19,7 @@ from typing import Any, Final, Literal, Optional, TypedDict, Union
 __version__: Final[str]
 
 FseAlgorithm = Literal["active", "conservative_active", "simple_passive", "passive"]
-CouplerKind = Literal["ccc", "ccc_handover", "etcp", "efcm"]
+CouplerKind = Literal["ccc", "ccc_handover", "ccc_int", "ccc_handover_int", "etcp", "efcm"]
 TcpState = Literal["SS", "CA", "FR"]
 Address = Union[str, IPv4Address, IPv6Address]
 FiveTuple = tuple[Address, Address, int, int, int]
@@ -286,7 +286,10 @@ class TcpCoupler:
     """One coupled group of TCP connections.
 
     ``kind``: "ccc" (ctrlTCP / TCP-CCC), "ccc_handover" (with ack-clocked handover of a joining
-    connection's share), "etcp" (Ensemble TCP baseline) or "efcm" (EFCM baseline).
+    connection's share), "ccc_int" and "ccc_handover_int" (the same in the integer window mode:
+    whole-packet windows, priorities in units of 2^-16 (smaller ones are refused), every division
+    floored, as the kernel port computes), "etcp" (Ensemble TCP baseline) or "efcm" (EFCM
+    baseline).
 
     No answer lets a connection send a larger burst than its own controller would, plus
     ``max_burst_pkts`` segments beyond what it has in flight: a share above that is reached by the
@@ -315,7 +318,7 @@ class TcpCoupler:
         """Changes a connection's priority; the new share applies from its next update."""
     def on_ack(self, conn: int) -> list[Release]:
         """A new ACK arrived for ``conn``; returns the segments released to joiners
-        ("ccc_handover"; the others only check ``conn``)."""
+        ("ccc_handover", "ccc_handover_int"; the others only check ``conn``)."""
     @property
     def name(self) -> str:
         """The kind."""
@@ -327,13 +330,13 @@ class TcpCoupler:
         """The aggregate ssthresh (0 until the first loss)."""
     @property
     def coco(self) -> Optional[int]:
-        """The coordinating connection ("ccc", "ccc_handover"); None for the baselines."""
+        """The coordinating connection (the "ccc" kinds); None for the baselines."""
     @property
     def all_in_slow_start(self) -> bool:
-        """Every connection is in SS ("ccc", "ccc_handover"; UnsupportedError otherwise)."""
+        """Every connection is in SS (the "ccc" kinds; UnsupportedError otherwise)."""
     @property
     def handovers_running(self) -> int:
-        """Connections in ack-clocked handover (0 except for "ccc_handover")."""
+        """Connections in ack-clocked handover (0 except for "ccc_handover" and "ccc_handover_int")."""
     def conn(self, conn: int) -> ConnView:
         """One connection; raises UnknownFlowError."""
     def conns(self) -> list[ConnView]:

@@ -159,7 +159,8 @@ Topology = Annotated[Union[Dumbbell, ParkingLot, Graph], Field(discriminator="ki
 
 
 class Group(_Strict):
-    """A coupling group: a TCP coupler (ccc, ccc_handover, etcp, efcm) for TCP flows, an FSE
+    """A coupling group: a TCP coupler (ccc, ccc_handover, their integer window modes ccc_int and
+    ccc_handover_int, etcp, efcm: ``TCP_COUPLER_KINDS``) for TCP flows, an FSE
     algorithm (active, conservative_active, simple_passive, passive) for media flows, or "none":
     a baseline in which the group's flows run uncoupled (their priorities and priority changes
     then have no effect), so one file can be swept over ``groups.0.kind = none,ccc``."""

@@ -7,7 +7,7 @@ mod common;
 use common::Harness;
 use coupling::tcp::{CouplerKind, TcpState};
 
-const CCC: Option<CouplerKind> = Some(CouplerKind::Ccc { handover: false });
+const CCC: Option<CouplerKind> = Some(CouplerKind::ccc(false));
 
 /// Two Reno connections, both past slow start, growing in congestion avoidance.
 fn two_flows(kind: Option<CouplerKind>) -> Harness {
@@ -123,7 +123,7 @@ fn fig_9_5_repeated_timeouts_order_the_throughputs() {
     };
     let (efcm, ccc, etcp) = (
         run(CouplerKind::Efcm),
-        run(CouplerKind::Ccc { handover: false }),
+        run(CouplerKind::ccc(false)),
         run(CouplerKind::ETcp),
     );
     assert!(

@@ -8,8 +8,8 @@ use coupling::tcp::{CouplerKind, TcpUpdate};
 use coupling::{FlowId, Instant};
 
 const KINDS: [CouplerKind; 4] = [
-    CouplerKind::Ccc { handover: false },
-    CouplerKind::Ccc { handover: true },
+    CouplerKind::ccc(false),
+    CouplerKind::ccc(true),
     CouplerKind::ETcp,
     CouplerKind::Efcm,
 ];
@@ -62,7 +62,7 @@ fn every_tcp_coupler_splits_by_priority() {
         h.capacity_pkts = Some(120.0);
         h.join(1, 3.0, 10.0, 1e9);
         h.join(2, 1.0, 10.0, 1e9);
-        if kind == (CouplerKind::Ccc { handover: true }) {
+        if kind == (CouplerKind::ccc(true)) {
             // Nothing but ACKs clock a joiner in: deliver the first RTT's worth.
             let c = h.coupler.as_mut().unwrap();
             let mut out = Vec::new();

@@ -833,10 +833,10 @@ impl PySimulation {
         self.with_sim(|s| s.couple_media(flow, c))
     }
 
-    /// A coupling group running `kind` ("ccc", "ccc_handover", "etcp", "efcm"); returns its id.
+    /// A coupling group running `kind` (one of `TCP_COUPLER_KINDS`); returns its id.
     fn add_coupling_group(&self, kind: &str) -> PyResult<usize> {
         let k = CouplerKind::from_name(kind)
-            .ok_or_else(|| unknown_name("kind", kind, ["ccc", "ccc_handover", "etcp", "efcm"]))?;
+            .ok_or_else(|| unknown_name("kind", kind, CouplerKind::names()))?;
         self.with_sim(|s| Ok(s.add_coupling_group(k)))
     }
 

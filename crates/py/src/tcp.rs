@@ -2,20 +2,13 @@
 //! grouping ([`PyTcpGroups`]). Conversion only: every decision is the crate's.
 
 use crate::convert::{fmt_f64, fmt_opt, grouping, unknown_name, Guarded, PyResultExt};
-use coupling::tcp::{self, CouplerKind, ETcp, Efcm, TcpCcc, TcpState, TcpUpdate};
+use coupling::tcp::{self, CouplerKind, ETcp, Efcm, TcpCcc, TcpCccInt, TcpState, TcpUpdate};
 use coupling::{Error, FlowId, GroupId};
 use pyo3::prelude::*;
 use std::sync::{Mutex, MutexGuard};
 
-const KINDS: [CouplerKind; 4] = [
-    CouplerKind::Ccc { handover: false },
-    CouplerKind::Ccc { handover: true },
-    CouplerKind::ETcp,
-    CouplerKind::Efcm,
-];
-
 fn parse_kind(name: &str) -> PyResult<CouplerKind> {
-    CouplerKind::from_name(name).ok_or_else(|| unknown_name("kind", name, KINDS.map(|k| k.name())))
+    CouplerKind::from_name(name).ok_or_else(|| unknown_name("kind", name, CouplerKind::names()))
 }
 
 fn parse_state(name: &str) -> PyResult<TcpState> {
@@ -148,6 +141,7 @@ impl ConnView {
 #[derive(Debug)]
 enum Coupler {
     Ccc(TcpCcc),
+    CccInt(TcpCccInt),
     ETcp(ETcp),
     Efcm(Efcm),
 }
@@ -155,7 +149,14 @@ enum Coupler {
 impl Coupler {
     fn new(kind: CouplerKind) -> Self {
         match kind {
-            CouplerKind::Ccc { handover } => Coupler::Ccc(TcpCcc::new(handover)),
+            CouplerKind::Ccc {
+                handover,
+                int: false,
+            } => Coupler::Ccc(TcpCcc::new(handover)),
+            CouplerKind::Ccc {
+                handover,
+                int: true,
+            } => Coupler::CccInt(TcpCccInt::new(handover)),
             CouplerKind::ETcp => Coupler::ETcp(ETcp::default()),
             CouplerKind::Efcm => Coupler::Efcm(Efcm::default()),
         }
@@ -164,6 +165,7 @@ impl Coupler {
     fn get(&self) -> &dyn tcp::TcpCoupler {
         match self {
             Coupler::Ccc(c) => c,
+            Coupler::CccInt(c) => c,
             Coupler::ETcp(c) => c,
             Coupler::Efcm(c) => c,
         }
@@ -172,13 +174,15 @@ impl Coupler {
     fn get_mut(&mut self) -> &mut dyn tcp::TcpCoupler {
         match self {
             Coupler::Ccc(c) => c,
+            Coupler::CccInt(c) => c,
             Coupler::ETcp(c) => c,
             Coupler::Efcm(c) => c,
         }
     }
 }
 
-/// One coupled group of TCP connections: "ccc", "ccc_handover", "etcp" or "efcm".
+/// One coupled group of TCP connections: a kind of `TCP_COUPLER_KINDS` ("ccc", "ccc_handover",
+/// their integer window modes "ccc_int" and "ccc_handover_int", "etcp", "efcm").
 #[pyclass(module = "macroflow", name = "TcpCoupler")]
 pub struct PyTcpCoupler {
     inner: Guarded<Coupler>,
@@ -187,6 +191,7 @@ pub struct PyTcpCoupler {
 fn coco(c: &Coupler) -> Option<u64> {
     match c {
         Coupler::Ccc(c) => c.coco().map(|f| f.0),
+        Coupler::CccInt(c) => c.coco().map(|f| f.0),
         Coupler::ETcp(_) | Coupler::Efcm(_) => None,
     }
 }
@@ -269,6 +274,7 @@ impl PyTcpCoupler {
         self.inner.read(|c| {
             Ok(match c {
                 Coupler::Ccc(c) => c.sum_ssthresh(),
+                Coupler::CccInt(c) => c.sum_ssthresh(),
                 Coupler::ETcp(c) => c.sum_ssthresh(),
                 Coupler::Efcm(c) => c.sum_ssthresh(),
             })
@@ -285,6 +291,7 @@ impl PyTcpCoupler {
     fn all_in_slow_start(&self) -> PyResult<bool> {
         self.inner.read(|c| match c {
             Coupler::Ccc(c) => Ok(c.all_in_slow_start()),
+            Coupler::CccInt(c) => Ok(c.all_in_slow_start()),
             other => Err(Error::Unsupported {
                 operation: "all_in_slow_start",
                 coupler: other.get().name(),
@@ -298,6 +305,7 @@ impl PyTcpCoupler {
         self.inner.read(|c| {
             Ok(match c {
                 Coupler::Ccc(c) => c.handovers_running(),
+                Coupler::CccInt(c) => c.handovers_running(),
                 Coupler::ETcp(_) | Coupler::Efcm(_) => 0,
             })
         })
@@ -326,7 +334,7 @@ impl PyTcpCoupler {
     fn __repr__(&self) -> String {
         self.inner.repr(|c| {
             let coco = match c {
-                Coupler::Ccc(_) => format!(", coco={}", fmt_opt(coco(c))),
+                Coupler::Ccc(_) | Coupler::CccInt(_) => format!(", coco={}", fmt_opt(coco(c))),
                 _ => String::new(),
             };
             let c = c.get();
@@ -540,5 +548,5 @@ impl PyTcpGroups {
 
 /// The names of the TCP couplers, for `TcpCoupler(...)` and `TcpGroups(...)`.
 pub fn kind_names() -> Vec<&'static str> {
-    KINDS.iter().map(|k| k.name()).collect()
+    CouplerKind::names().collect()
 }

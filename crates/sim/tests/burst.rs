@@ -249,7 +249,7 @@ fn a_bulk_flow_with_losses_matches_the_trace() {
 fn coupled_flows_with_handover_match_the_trace() {
     let (mut sim, d) = setup(3, 2);
     sim.trace_packets(true);
-    let g = sim.add_coupling_group(CouplerKind::Ccc { handover: true });
+    let g = sim.add_coupling_group(CouplerKind::ccc(true));
     for i in 0..3 {
         let mut f = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
         f.start = Instant::from_millis(2_000 * i as u64);

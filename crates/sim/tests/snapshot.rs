@@ -28,7 +28,7 @@ fn run() -> String {
         QueueConfig::Red(RedConfig::ns2_defaults(Limit::Packets(83), 10_000_000));
     let d = dumbbell(&mut net, &cfg).unwrap();
     let mut sim = Sim::new(net, 7).unwrap();
-    let g = sim.add_coupling_group(CouplerKind::Ccc { handover: true });
+    let g = sim.add_coupling_group(CouplerKind::ccc(true));
     let f0 = sim
         .add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0]))
         .unwrap();

@@ -90,39 +90,35 @@
 //!    ssthresh (RFC 5681). Shares are `(P / sum_P) * sum`, so every accepted priority (down to
 //!    5e-324, up to 1e12) gives a finite share no larger than the aggregate.
 
+use super::arith::{
+    self, allowance, bounded, max, min, min_cwnd, ssthresh_share, Arith, Float, Int, Report,
+};
 use super::{
-    allowance, bounded, check_max_burst, check_register, is_behind, share, ssthresh_share,
-    ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate, MIN_CWND_PKTS, MIN_SSTHRESH_PKTS,
+    check_max_burst, check_register, ConnView, Release, Response, TcpCoupler, TcpState, TcpUpdate,
 };
 use crate::error::Error;
 use crate::group::FlowId;
-use crate::units::{check_priority, RunningSum};
+use crate::units::check_priority;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The reduction applied when the reporting connection's own says nothing (RFC 5681's halving).
-const DEFAULT_BETA: f64 = 0.5;
-/// A told window at or above this many segments gives a meaningful ratio ssthresh / cwnd (below it
-/// NewReno's ssthresh floor of 2 segments dominates).
-const BETA_MIN_WINDOW_PKTS: f64 = 2.0 * MIN_SSTHRESH_PKTS;
-
 #[derive(Clone, Debug)]
-struct Handover {
-    target: f64,
+struct Handover<A: Arith> {
+    target: A::W,
     released: u64,
     acks: u64,
 }
 
 #[derive(Clone, Debug)]
-struct Conn {
+struct Conn<A: Arith> {
     id: FlowId,
     /// Registration sequence number: "the next connection" and "the first connection where ..."
     /// follow registration order.
     seq: u64,
-    p: f64,
+    p: A::P,
     /// ccc_cwnd: always what the connection was last told.
-    cwnd: f64,
-    ssthresh: f64,
+    cwnd: A::W,
+    ssthresh: A::W,
     state: TcpState,
     /// Timed out and not yet back at its share (module docs item 3).
     ssbit: bool,
@@ -132,18 +128,25 @@ struct Conn {
     /// `reductions` when it last entered FR: a recovery that began before a timeout's loss event
     /// does not end that event (item 2).
     fr_epoch: u64,
-    handover: Option<Handover>,
+    handover: Option<Handover<A>>,
 }
 
-/// One coupled group of TCP connections under ctrlTCP.
+/// ctrlTCP with `f64` windows and priorities.
+pub type TcpCcc = Ccc<Float>;
+/// ctrlTCP in the integer window mode (whole packets, priorities in units of 2^-16): the
+/// kernel's arithmetic (see [`super::arith`]).
+pub type TcpCccInt = Ccc<Int>;
+
+/// One coupled group of TCP connections under ctrlTCP, computing in `A` ([`TcpCcc`] or
+/// [`TcpCccInt`]).
 ///
 /// Connections live in a slab (O(1) access on the update path); the ordered sets are touched only
 /// when a connection changes state, joins, leaves or is in handover.
 #[derive(Clone, Debug)]
-pub struct TcpCcc {
+pub struct Ccc<A: Arith> {
     handover_enabled: bool,
-    max_burst_pkts: f64,
-    slots: Vec<Option<Conn>>,
+    max_burst_pkts: A::W,
+    slots: Vec<Option<Conn<A>>>,
     free: Vec<usize>,
     index: FxHashMap<FlowId, usize>,
     /// Registration order: seq -> slot.
@@ -154,9 +157,9 @@ pub struct TcpCcc {
     event: Option<usize>,
     /// `reductions` once that event's reduction was made.
     event_epoch: u64,
-    sum_p: RunningSum,
-    sum_cwnd: f64,
-    sum_ssthresh: f64,
+    sum_p: A::PSum,
+    sum_cwnd: A::W,
+    sum_ssthresh: A::W,
     /// Sequence numbers of connections whose state is not SS (candidates for CoCo, line 39).
     not_ss: BTreeSet<u64>,
     n_ssbits: usize,
@@ -167,11 +170,11 @@ pub struct TcpCcc {
     ops_since_resum: usize,
 }
 
-impl TcpCcc {
+impl<A: Arith> Ccc<A> {
     pub fn new(handover: bool) -> Self {
-        TcpCcc {
+        Ccc {
             handover_enabled: handover,
-            max_burst_pkts: 0.0,
+            max_burst_pkts: A::count(0),
             slots: Vec::new(),
             free: Vec::new(),
             index: FxHashMap::default(),
@@ -180,9 +183,9 @@ impl TcpCcc {
             coco: None,
             event: None,
             event_epoch: 0,
-            sum_p: RunningSum::default(),
-            sum_cwnd: 0.0,
-            sum_ssthresh: 0.0,
+            sum_p: A::PSum::default(),
+            sum_cwnd: A::count(0),
+            sum_ssthresh: A::count(0),
             not_ss: BTreeSet::new(),
             n_ssbits: 0,
             handovers: BTreeSet::new(),
@@ -195,10 +198,10 @@ impl TcpCcc {
         self.handover_enabled
     }
     pub fn sum_ssthresh(&self) -> f64 {
-        self.sum_ssthresh
+        A::pkts(self.sum_ssthresh)
     }
     pub fn sum_priority(&self) -> f64 {
-        self.sum_p.value()
+        A::psum_f64(&self.sum_p)
     }
     /// The coordinating connection.
     pub fn coco(&self) -> Option<FlowId> {
@@ -221,11 +224,11 @@ impl TcpCcc {
         self.handovers.len()
     }
 
-    fn c(&self, slot: usize) -> &Conn {
+    fn c(&self, slot: usize) -> &Conn<A> {
         self.slots[slot].as_ref().expect("live slot")
     }
 
-    fn c_mut(&mut self, slot: usize) -> &mut Conn {
+    fn c_mut(&mut self, slot: usize) -> &mut Conn<A> {
         self.slots[slot].as_mut().expect("live slot")
     }
 
@@ -240,21 +243,21 @@ impl TcpCcc {
         self.c(slot).state == TcpState::FastRecovery
     }
 
-    fn share_of(&self, slot: usize) -> f64 {
-        share(self.c(slot).p, self.sum_cwnd, self.sum_p.value())
+    fn share_of(&self, slot: usize) -> A::W {
+        A::share(self.c(slot).p, self.sum_cwnd, &self.sum_p)
     }
 
     /// The connection was told more than a segment less than its share (it is catching up by
     /// slow start).
     fn behind(&self, slot: usize) -> bool {
-        is_behind(self.c(slot).cwnd, self.share_of(slot))
+        arith::is_behind::<A>(self.c(slot).cwnd, self.share_of(slot))
     }
 
     /// Lines 23-25 (and 13-16 of Algorithm 5): the aggregate's ssthresh share once it has one,
     /// else the connection's own.
-    fn ssthresh_for(&self, p: f64, own: f64) -> f64 {
-        if self.sum_ssthresh > 0.0 {
-            ssthresh_share(p, self.sum_ssthresh, self.sum_p.value())
+    fn ssthresh_for(&self, p: A::P, own: A::W) -> A::W {
+        if self.sum_ssthresh > A::count(0) {
+            ssthresh_share::<A>(p, self.sum_ssthresh, &self.sum_p)
         } else {
             own
         }
@@ -307,7 +310,7 @@ impl TcpCcc {
 
     /// The first connection in registration order, starting after `after` (wrapping), that
     /// satisfies `ok`.
-    fn first_from(&self, after: u64, ok: impl Fn(&Conn) -> bool) -> Option<usize> {
+    fn first_from(&self, after: u64, ok: impl Fn(&Conn<A>) -> bool) -> Option<usize> {
         self.order
             .range(after + 1..)
             .chain(self.order.range(..=after))
@@ -316,15 +319,9 @@ impl TcpCcc {
     }
 
     /// Module docs item 1: a loss event begins with `slot`'s report; the aggregate is reduced now.
-    fn begin_loss_event(&mut self, slot: usize, u: &TcpUpdate) {
+    fn begin_loss_event(&mut self, slot: usize, r: &Report<A>) {
         let told = self.c(slot).cwnd;
-        let ratio = u.ssthresh_pkts / told;
-        let beta = if told >= BETA_MIN_WINDOW_PKTS && ratio > 0.0 && ratio < 1.0 {
-            ratio.max(DEFAULT_BETA)
-        } else {
-            DEFAULT_BETA
-        };
-        self.sum_ssthresh = self.sum_cwnd * beta;
+        self.sum_ssthresh = A::reduce(self.sum_cwnd, r.ssthresh, told);
         self.sum_cwnd = self.sum_ssthresh;
         self.event = Some(slot);
         self.reductions += 1;
@@ -332,20 +329,24 @@ impl TcpCcc {
     }
 
     /// Lines 30-40 with module docs items 2-3: `slot` has had a retransmission timeout.
-    fn on_timeout(&mut self, slot: usize, old: TcpState, u: &TcpUpdate) {
+    fn on_timeout(&mut self, slot: usize, old: TcpState, r: &Report<A>) {
         let repeated = self.c(slot).rto_pending;
         if self.event.is_none() && old != TcpState::FastRecovery && !repeated {
-            self.begin_loss_event(slot, u);
+            self.begin_loss_event(slot, r);
         }
         self.c_mut(slot).rto_pending = true;
         self.set_ssbit(slot, true);
         self.end_handover(slot);
-        self.c_mut(slot).cwnd = u.cwnd_pkts.max(MIN_CWND_PKTS);
+        self.c_mut(slot).cwnd = max(r.cwnd, min_cwnd::<A>());
         if self.n_ssbits == self.index.len() {
             // Lines 33-37: nothing is delivered on the path any more; the aggregate restarts from
             // the windows the connections actually have, towards the event's sum_ssthresh.
-            self.sum_cwnd = self.slots.iter().flatten().map(|c| c.cwnd).sum();
-            if self.sum_ssthresh <= 0.0 {
+            self.sum_cwnd = self
+                .slots
+                .iter()
+                .flatten()
+                .fold(A::count(0), |s, c| s + c.cwnd);
+            if self.sum_ssthresh <= A::count(0) {
                 self.sum_ssthresh = self.sum_cwnd;
             }
             for c in self.slots.iter_mut().flatten() {
@@ -355,12 +356,12 @@ impl TcpCcc {
             self.event = None;
             self.reductions += 1;
             let c = self.c(slot);
-            let ssthresh = ssthresh_share(c.p, self.sum_ssthresh, self.sum_p.value());
+            let ssthresh = ssthresh_share::<A>(c.p, self.sum_ssthresh, &self.sum_p);
             self.c_mut(slot).ssthresh = ssthresh;
             return;
         }
         // Item 3: its loss window now, its share as ssthresh, slow start on its own ACK clock.
-        let target = ssthresh_share(self.c(slot).p, self.sum_cwnd, self.sum_p.value());
+        let target = ssthresh_share::<A>(self.c(slot).p, self.sum_cwnd, &self.sum_p);
         self.c_mut(slot).ssthresh = target;
         if self.coco == Some(slot) {
             // Line 39: ACKs still arrive on connections without a timeout mark.
@@ -376,12 +377,12 @@ impl TcpCcc {
 
     /// Lines 16-41 for the CoCo's report in CA or SS (no timeout, not leaving FR): its increase or
     /// decrease changes the aggregate.
-    fn coco_report(&mut self, slot: usize, u: &TcpUpdate) {
+    fn coco_report(&mut self, slot: usize, u: &TcpUpdate, r: &Report<A>) {
         let stored = self.c(slot).cwnd;
-        if u.cwnd_pkts < stored {
+        if r.cwnd < stored {
             // Line 20, for a decrease outside a loss event (e.g. an idle restart).
-            if stored > 0.0 {
-                self.sum_cwnd *= u.cwnd_pkts / stored;
+            if stored > A::count(0) {
+                self.sum_cwnd = A::scale(self.sum_cwnd, r.cwnd, stored);
             }
             return;
         }
@@ -390,7 +391,7 @@ impl TcpCcc {
                 // Line 18, unless the increase only brings the CoCo back towards its share (item 4)
                 // or clocks a joiner (item 8).
                 if !self.behind(slot) && self.handovers.is_empty() {
-                    self.sum_cwnd += u.cwnd_pkts - stored;
+                    self.sum_cwnd += r.cwnd - stored;
                 }
             }
             TcpState::SlowStart => {
@@ -404,7 +405,7 @@ impl TcpCcc {
                         self.make_coco(next);
                     }
                 } else {
-                    self.slow_start_increase(slot, u);
+                    self.slow_start_increase(slot, u, r);
                 }
             }
             TcpState::FastRecovery => {}
@@ -412,31 +413,31 @@ impl TcpCcc {
     }
 
     /// Module docs item 5: while the aggregate slow-starts, every connection's increase grows it.
-    fn slow_start_increase(&mut self, slot: usize, u: &TcpUpdate) {
+    fn slow_start_increase(&mut self, slot: usize, u: &TcpUpdate, r: &Report<A>) {
         let c = self.c(slot);
         let slow_start = u.state == TcpState::SlowStart
             && self.not_ss.is_empty()
             && self.n_ssbits == 0
             && self.handovers.is_empty()
-            && (self.sum_ssthresh <= 0.0 || self.sum_cwnd < self.sum_ssthresh);
-        if slow_start && u.cwnd_pkts > c.cwnd && 2.0 * c.cwnd > self.share_of(slot) {
-            self.sum_cwnd += u.cwnd_pkts - c.cwnd;
+            && (self.sum_ssthresh <= A::count(0) || self.sum_cwnd < self.sum_ssthresh);
+        if slow_start && r.cwnd > c.cwnd && A::double(c.cwnd) > self.share_of(slot) {
+            self.sum_cwnd += r.cwnd - c.cwnd;
         }
     }
 
     /// The answer outside FR: the connection's share, bounded so it allows no burst (item 4). A
     /// connection in handover keeps the segments released to it.
-    fn assign(&mut self, slot: usize, u: &TcpUpdate) {
-        let normal = self.ssthresh_for(self.c(slot).p, u.ssthresh_pkts);
-        let allowed = allowance(u, self.max_burst_pkts);
+    fn assign(&mut self, slot: usize, r: &Report<A>) {
+        let normal = self.ssthresh_for(self.c(slot).p, r.ssthresh);
+        let allowed = allowance::<A>(r, self.max_burst_pkts);
         let c = self.c_mut(slot);
         if c.handover.is_some() {
             // The segments released so far, or less if its own window has shrunk.
-            c.cwnd = c.cwnd.min(allowed);
+            c.cwnd = min(c.cwnd, allowed);
             c.ssthresh = normal;
             return;
         }
-        let (cwnd, ssthresh, behind) = bounded(self.share_of(slot), normal, allowed);
+        let (cwnd, ssthresh, behind) = bounded::<A>(self.share_of(slot), normal, allowed);
         let c = self.c_mut(slot);
         c.cwnd = cwnd;
         c.ssthresh = ssthresh;
@@ -448,8 +449,8 @@ impl TcpCcc {
     fn response(&self, slot: usize) -> Response {
         let c = self.c(slot);
         Response {
-            cwnd_pkts: c.cwnd,
-            ssthresh_pkts: c.ssthresh,
+            cwnd_pkts: A::pkts(c.cwnd),
+            ssthresh_pkts: A::pkts(c.ssthresh),
         }
     }
 
@@ -457,15 +458,15 @@ impl TcpCcc {
         let c = self.c(slot);
         ConnView {
             conn: c.id,
-            priority: c.p,
-            cwnd_pkts: c.cwnd,
-            ssthresh_pkts: c.ssthresh,
+            priority: A::priority_f64(c.p),
+            cwnd_pkts: A::pkts(c.cwnd),
+            ssthresh_pkts: A::pkts(c.ssthresh),
             state: c.state,
             coordinating: self.coco == Some(slot),
             handover: c
                 .handover
                 .as_ref()
-                .map(|h| (h.released, h.target.min(self.share_of(slot)))),
+                .map(|h| (h.released, A::pkts(min(h.target, self.share_of(slot))))),
             timed_out: c.ssbit,
         }
     }
@@ -474,17 +475,18 @@ impl TcpCcc {
         self.ops_since_resum += 1;
         if self.ops_since_resum > self.index.len() + 64 {
             self.ops_since_resum = 0;
-            self.sum_p = RunningSum::of(self.slots.iter().flatten().map(|c| c.p));
+            self.sum_p = A::psum_of(self.slots.iter().flatten().map(|c| c.p));
         }
     }
 }
 
-impl TcpCoupler for TcpCcc {
+impl<A: Arith> TcpCoupler for Ccc<A> {
     fn name(&self) -> &'static str {
-        if self.handover_enabled {
-            "ccc_handover"
-        } else {
-            "ccc"
+        match (self.handover_enabled, A::SUFFIX.is_empty()) {
+            (false, true) => "ccc",
+            (true, true) => "ccc_handover",
+            (false, false) => "ccc_int",
+            (true, false) => "ccc_handover_int",
         }
     }
 
@@ -503,34 +505,36 @@ impl TcpCoupler for TcpCcc {
             cwnd_pkts,
             ssthresh_pkts,
         )?;
+        let priority = A::priority(priority)?;
+        let told = TcpUpdate::new(cwnd_pkts, ssthresh_pkts, TcpState::SlowStart);
+        let r = Report::<A>::of(&told);
         let first = self.index.is_empty();
         if first {
             // Lines 3-8.
-            self.sum_p = RunningSum::default();
-            self.sum_cwnd = 0.0;
-            self.sum_ssthresh = 0.0;
+            self.sum_p = A::PSum::default();
+            self.sum_cwnd = A::count(0);
+            self.sum_ssthresh = A::count(0);
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.sum_p.add(priority);
-        self.sum_cwnd += cwnd_pkts;
-        let target = share(priority, self.sum_cwnd, self.sum_p.value());
-        let normal = self.ssthresh_for(priority, ssthresh_pkts);
+        A::psum_add(&mut self.sum_p, priority);
+        self.sum_cwnd += r.cwnd;
+        let target = A::share(priority, self.sum_cwnd, &self.sum_p);
+        let normal = self.ssthresh_for(priority, r.ssthresh);
         // A joiner in handover starts with one segment (counted as released): with none it would
         // depend on the others' ACKs for good, and could be left at 0 if they stop (a timeout, a
         // leave); Linux does not allow a cwnd of 0 either.
         let handover = (self.handover_enabled && !first).then_some(Handover {
             target,
-            released: MIN_CWND_PKTS as u64,
+            released: 1,
             acks: 0,
         });
         let (cwnd, ssthresh) = if handover.is_some() {
             self.handovers.insert(seq);
-            (MIN_CWND_PKTS, normal)
+            (min_cwnd::<A>(), normal)
         } else {
-            let told = TcpUpdate::new(cwnd_pkts, ssthresh_pkts, TcpState::SlowStart);
             let (cwnd, ssthresh, _) =
-                bounded(target, normal, allowance(&told, self.max_burst_pkts));
+                bounded::<A>(target, normal, allowance::<A>(&r, self.max_burst_pkts));
             (cwnd, ssthresh)
         };
         let c = Conn {
@@ -568,10 +572,11 @@ impl TcpCoupler for TcpCcc {
     fn update(&mut self, conn: FlowId, u: TcpUpdate) -> Result<Option<Response>, Error> {
         let slot = self.slot(conn)?;
         u.check()?;
+        let r = Report::<A>::of(&u);
         // Line 3.
         let old = self.set_state(slot, u.state);
         if u.timeout {
-            self.on_timeout(slot, old, &u);
+            self.on_timeout(slot, old, &r);
             self.after_op();
             return Ok(Some(self.response(slot)));
         }
@@ -584,7 +589,7 @@ impl TcpCoupler for TcpCcc {
                 // A joiner with a loss of its own has its own loss reaction: no more handover.
                 self.end_handover(slot);
                 if self.event.is_none() {
-                    self.begin_loss_event(slot, &u);
+                    self.begin_loss_event(slot, &r);
                     self.make_coco(slot);
                 }
                 let epoch = self.reductions;
@@ -612,13 +617,13 @@ impl TcpCoupler for TcpCcc {
         }
         if self.coco == Some(slot) {
             if !leaving_fr {
-                self.coco_report(slot, &u);
+                self.coco_report(slot, &u, &r);
             }
         } else {
-            self.slow_start_increase(slot, &u);
+            self.slow_start_increase(slot, &u, &r);
         }
         // Lines 8-9 and 22-26.
-        self.assign(slot, &u);
+        self.assign(slot, &r);
         self.after_op();
         Ok(Some(self.response(slot)))
     }
@@ -627,10 +632,10 @@ impl TcpCoupler for TcpCcc {
     fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
         let slot = self.slot(conn)?;
         if self.index.len() == 1 {
-            *self = TcpCcc {
+            *self = Ccc {
                 max_burst_pkts: self.max_burst_pkts,
                 reductions: self.reductions,
-                ..TcpCcc::new(self.handover_enabled)
+                ..Ccc::new(self.handover_enabled)
             };
             return Ok(());
         }
@@ -659,9 +664,8 @@ impl TcpCoupler for TcpCcc {
         self.free.push(slot);
         self.index.remove(&conn);
         self.order.remove(&c.seq);
-        self.sum_p.sub(c.p);
-        self.sum_p
-            .settle(|| self.slots.iter().flatten().map(|c| c.p));
+        A::psum_sub(&mut self.sum_p, c.p);
+        A::psum_settle(&mut self.sum_p, || self.slots.iter().flatten().map(|c| c.p));
         self.event = next_event;
         if let Some(next) = next_coco {
             self.make_coco(next);
@@ -678,19 +682,19 @@ impl TcpCoupler for TcpCcc {
     }
 
     fn set_max_burst_pkts(&mut self, pkts: f64) -> Result<(), Error> {
-        self.max_burst_pkts = check_max_burst(pkts)?;
+        self.max_burst_pkts = A::window(check_max_burst(pkts)?);
         Ok(())
     }
 
     fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
         let slot = self.slot(conn)?;
         check_priority(priority)?;
+        let priority = A::priority(priority)?;
         let c = self.c_mut(slot);
         let old = std::mem::replace(&mut c.p, priority);
-        self.sum_p.sub(old);
-        self.sum_p.add(priority);
-        self.sum_p
-            .settle(|| self.slots.iter().flatten().map(|c| c.p));
+        A::psum_sub(&mut self.sum_p, old);
+        A::psum_add(&mut self.sum_p, priority);
+        A::psum_settle(&mut self.sum_p, || self.slots.iter().flatten().map(|c| c.p));
         self.after_op();
         Ok(())
     }
@@ -702,33 +706,33 @@ impl TcpCoupler for TcpCcc {
             return Ok(());
         }
         let n = self.index.len() as u64;
-        let (sum_cwnd, sum_p) = (self.sum_cwnd, self.sum_p.value());
+        let (sum_cwnd, sum_p) = (self.sum_cwnd, self.sum_p);
         let (slots, order) = (&mut self.slots, &self.order);
         self.handovers.retain(|seq| {
             let c = slots[order[seq]].as_mut().expect("live slot");
-            let full = share(c.p, sum_cwnd, sum_p);
+            let full = A::share(c.p, sum_cwnd, &sum_p);
             let h = c.handover.as_mut().expect("in handover");
-            let target = h.target.min(full);
+            let target = min(h.target, full);
             let mut release = false;
-            if (h.released as f64) < target {
+            if A::count(h.released) < target {
                 // Lines 5-9: one more segment for the joiner (on top of what it has: never a burst).
                 if h.acks % n == 0 {
                     h.released += 1;
-                    c.cwnd += 1.0;
+                    c.cwnd += A::count(1);
                     release = true;
                 }
                 h.acks += 1;
             }
-            let done = h.released as f64 >= target;
+            let done = A::count(h.released) >= target;
             if release || done {
                 if done {
                     // What it has, or its share if that has shrunk below; if its window lags the
                     // segments released, it slow-starts the rest of the way.
-                    c.cwnd = full.min(c.cwnd).max(MIN_CWND_PKTS);
+                    c.cwnd = max(min(full, c.cwnd), min_cwnd::<A>());
                 }
                 released.push(Release {
                     conn: c.id,
-                    cwnd_pkts: c.cwnd,
+                    cwnd_pkts: A::pkts(c.cwnd),
                     done,
                 });
             }
@@ -741,7 +745,7 @@ impl TcpCoupler for TcpCcc {
     }
 
     fn sum_cwnd(&self) -> f64 {
-        self.sum_cwnd
+        A::pkts(self.sum_cwnd)
     }
 
     fn len(&self) -> usize {

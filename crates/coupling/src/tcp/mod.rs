@@ -23,11 +23,13 @@
 //! handover ([`TcpCoupler::on_ack`]) releases one segment on top of the joiner's window per
 //! release, as Algorithm 4 does, and a joiner starts with one segment.
 
+pub mod arith;
 mod baselines;
 mod ccc;
 
+pub use arith::{Arith, Float, Int, PRIORITY_SCALE};
 pub use baselines::{ETcp, Efcm};
-pub use ccc::TcpCcc;
+pub use ccc::{Ccc, TcpCcc, TcpCccInt};
 
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
@@ -190,18 +192,59 @@ pub trait TcpCoupler: Debug + Send {
 /// Which TCP coupler a group runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CouplerKind {
-    /// ctrlTCP / TCP-CCC; `handover` turns on the ack-clocked handover of Algorithm 4.
+    /// ctrlTCP / TCP-CCC; `handover` turns on the ack-clocked handover of Algorithm 4; `int`
+    /// computes in the integer window mode (whole packets, priorities in units of 2^-16: the
+    /// kernel's arithmetic, [`arith::Int`]).
     Ccc {
         handover: bool,
+        int: bool,
     },
     ETcp,
     Efcm,
 }
 
 impl CouplerKind {
+    /// Every coupler, in the order listings show them: the one list the bindings, scenario
+    /// validation and the CLI read.
+    pub const ALL: [CouplerKind; 6] = [
+        CouplerKind::Ccc {
+            handover: false,
+            int: false,
+        },
+        CouplerKind::Ccc {
+            handover: true,
+            int: false,
+        },
+        CouplerKind::Ccc {
+            handover: false,
+            int: true,
+        },
+        CouplerKind::Ccc {
+            handover: true,
+            int: true,
+        },
+        CouplerKind::ETcp,
+        CouplerKind::Efcm,
+    ];
+
+    /// ctrlTCP with `f64` windows.
+    pub const fn ccc(handover: bool) -> CouplerKind {
+        CouplerKind::Ccc {
+            handover,
+            int: false,
+        }
+    }
+
     pub fn build(self) -> Box<dyn TcpCoupler> {
         match self {
-            CouplerKind::Ccc { handover } => Box::new(TcpCcc::new(handover)),
+            CouplerKind::Ccc {
+                handover,
+                int: false,
+            } => Box::new(TcpCcc::new(handover)),
+            CouplerKind::Ccc {
+                handover,
+                int: true,
+            } => Box::new(TcpCccInt::new(handover)),
             CouplerKind::ETcp => Box::new(ETcp::default()),
             CouplerKind::Efcm => Box::new(Efcm::default()),
         }
@@ -209,22 +252,33 @@ impl CouplerKind {
 
     pub fn name(self) -> &'static str {
         match self {
-            CouplerKind::Ccc { handover: false } => "ccc",
-            CouplerKind::Ccc { handover: true } => "ccc_handover",
+            CouplerKind::Ccc {
+                handover: false,
+                int: false,
+            } => "ccc",
+            CouplerKind::Ccc {
+                handover: true,
+                int: false,
+            } => "ccc_handover",
+            CouplerKind::Ccc {
+                handover: false,
+                int: true,
+            } => "ccc_int",
+            CouplerKind::Ccc {
+                handover: true,
+                int: true,
+            } => "ccc_handover_int",
             CouplerKind::ETcp => "etcp",
             CouplerKind::Efcm => "efcm",
         }
     }
 
     pub fn from_name(name: &str) -> Option<CouplerKind> {
-        [
-            CouplerKind::Ccc { handover: false },
-            CouplerKind::Ccc { handover: true },
-            CouplerKind::ETcp,
-            CouplerKind::Efcm,
-        ]
-        .into_iter()
-        .find(|k| k.name() == name)
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Self::ALL.into_iter().map(|k| k.name())
     }
 }
 
@@ -445,7 +499,7 @@ mod tests {
     /// The host's burst limit reaches every group, those created before and after it is set.
     #[test]
     fn the_burst_limit_reaches_every_group() {
-        let mut g = TcpGroups::new(CouplerKind::Ccc { handover: false });
+        let mut g = TcpGroups::new(CouplerKind::ccc(false));
         g.configure_group(GroupId(1), CouplerKind::Efcm).unwrap();
         assert!(g.set_max_burst_pkts(-1.0).is_err());
         assert!(g.set_max_burst_pkts(f64::NAN).is_err());
@@ -482,7 +536,7 @@ mod tests {
 
     #[test]
     fn groups_by_grouping_and_keeps_configured_couplers() {
-        let mut g = TcpGroups::new(CouplerKind::Ccc { handover: false });
+        let mut g = TcpGroups::new(CouplerKind::ccc(false));
         g.configure_group(GroupId(9), CouplerKind::Efcm).unwrap();
         let (gid, _) = g
             .register(FlowId(1), &Grouping::Explicit(GroupId(9)), 1.0, 10.0, 100.0)
@@ -516,7 +570,7 @@ mod tests {
     #[test]
     fn priorities_of_very_different_magnitude_leave_no_residue() {
         for kind in [
-            CouplerKind::Ccc { handover: false },
+            CouplerKind::ccc(false),
             CouplerKind::ETcp,
             CouplerKind::Efcm,
         ] {

@@ -138,6 +138,66 @@ impl CongestionControl for NewRenoAbc {
     }
 }
 
+/// Linux's Reno as the kernel keeps its window (issue 14's integer window mode): `snd_cwnd` is a
+/// whole number of packets, grown in slow start by the packets acknowledged up to ssthresh
+/// (`tcp_slow_start`) and in congestion avoidance by one packet per window of packets
+/// acknowledged, counted in `snd_cwnd_cnt` (`tcp_cong_avoid_ai`, both called by
+/// `tcp_reno_cong_avoid`, the kfunc a BPF controller calls); ssthresh is `max(cwnd / 2, 2)`
+/// (`tcp_reno_ssthresh`). With a coupler in the integer mode (`ccc_int`) every window a
+/// connection holds is whole, as in the kernel port. (Linux also skips growth while the
+/// connection is not cwnd-limited; like the other controllers here, this one does not.)
+#[derive(Clone, Debug, Default)]
+pub struct RenoInt {
+    /// `snd_cwnd_cnt`: packets acknowledged towards the next congestion-avoidance increase.
+    cnt: u32,
+}
+
+impl CongestionControl for RenoInt {
+    fn name(&self) -> &'static str {
+        "reno_int"
+    }
+
+    fn ssthresh(&mut self, tp: &TcpCc) -> f64 {
+        ((whole(tp.cwnd) >> 1).max(2)) as f64
+    }
+
+    fn cong_avoid(&mut self, tp: &mut TcpCc, ack: &AckSample) {
+        let mut cwnd = whole(tp.cwnd);
+        let ssthresh = whole(tp.ssthresh);
+        let mut acked = ack.acked;
+        if cwnd < ssthresh {
+            // tcp_slow_start.
+            let next = cwnd.saturating_add(acked).min(ssthresh);
+            acked -= next - cwnd;
+            cwnd = next;
+            if acked == 0 {
+                tp.cwnd = f64::from(cwnd);
+                return;
+            }
+        }
+        // tcp_cong_avoid_ai(tp, cwnd, acked).
+        let w = cwnd.max(1);
+        if self.cnt >= w {
+            // Credits accumulated at a larger window: applied gently.
+            self.cnt = 0;
+            cwnd += 1;
+        }
+        self.cnt += acked;
+        if self.cnt >= w {
+            let delta = self.cnt / w;
+            self.cnt -= delta * w;
+            cwnd += delta;
+        }
+        tp.cwnd = f64::from(cwnd);
+    }
+}
+
+/// A window as the kernel's `u32` count of packets (a fraction, which only a coupler in the float
+/// mode or the sender's NewReno inflation can give, is dropped).
+fn whole(pkts: f64) -> u32 {
+    pkts.clamp(0.0, f64::from(u32::MAX)) as u32
+}
+
 /// A congestion control the simulator can build: its name (scenario files, Python, the CLI) and
 /// how to build one.
 #[derive(Debug)]
@@ -157,6 +217,7 @@ pub static CONGESTION_CONTROLS: &[CcEntry] = &[
     CcEntry { name: "cubic", about: "CUBIC (RFC 9438, Linux bic_tcp without HyStart)", build: || Box::new(crate::transport::cubic::Cubic::default()) },
     CcEntry { name: "ledbat", about: "LEDBAT (RFC 6817) with its default parameters", build: || Box::new(crate::transport::ledbat::Ledbat::default()) },
     CcEntry { name: "vegas", about: "TCP Vegas (Brakmo and Peterson 1995), as Linux tcp_vegas", build: || Box::new(crate::transport::vegas::Vegas::default()) },
+    CcEntry { name: "reno_int", about: "Linux Reno with whole-packet windows and snd_cwnd_cnt (tcp_reno_cong_avoid), for ccc_int", build: || Box::new(RenoInt::default()) },
 ];
 
 /// Which congestion control a flow runs: an entry of [`CONGESTION_CONTROLS`].
@@ -244,6 +305,45 @@ mod tests {
             srtt: None,
             min_rtt: None,
         }
+    }
+
+    /// Linux's arithmetic: slow start stops at ssthresh and the rest of the ACK counts towards
+    /// congestion avoidance; there a window of w packets adds one packet per w acknowledged,
+    /// whatever the ACK size; credit earned at a larger window is applied as one packet.
+    #[test]
+    fn reno_int_keeps_whole_packets_as_linux_does() {
+        let ack = |acked| AckSample {
+            ack_seq: 0,
+            acked,
+            rtt: None,
+            one_way_delay: None,
+            now: Instant::ZERO,
+        };
+        let mut cc = RenoInt::default();
+        let mut t = tp(8.0, 10.0);
+        cc.cong_avoid(&mut t, &ack(3));
+        assert_eq!(
+            (t.cwnd, cc.cnt),
+            (10.0, 1),
+            "2 to reach ssthresh, 1 counted"
+        );
+        for _ in 0..9 {
+            cc.cong_avoid(&mut t, &ack(1));
+        }
+        assert_eq!((t.cwnd, cc.cnt), (11.0, 0), "10 acknowledged at w = 10: +1");
+        cc.cong_avoid(&mut t, &ack(25));
+        assert_eq!((t.cwnd, cc.cnt), (13.0, 3), "25 = 2 * 11 + 3");
+        t.cwnd = 2.0; // a coupler's answer, or a loss, shrank it
+        t.ssthresh = 2.0;
+        cc.cong_avoid(&mut t, &ack(1));
+        assert_eq!(
+            (t.cwnd, cc.cnt),
+            (3.0, 1),
+            "the credit of 3 >= 2 applied gently as one"
+        );
+        assert_eq!(cc.ssthresh(&tp(13.0, 1e9)), 6.0);
+        assert_eq!(cc.ssthresh(&tp(3.0, 1e9)), 2.0);
+        assert!(t.cwnd.fract() == 0.0);
     }
 
     #[test]

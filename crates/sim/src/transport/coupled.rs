@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn handover_releases_go_back_to_the_agent() {
         let mut g = CouplingGroups::default();
-        let gid = g.add_group(CouplerKind::Ccc { handover: true });
+        let gid = g.add_group(CouplerKind::ccc(true));
         let (mut a, mut ta) = (coupled(0, gid, 1.0), tp(40.0, 1e9));
         a.init(&mut ta, &mut g);
         let (mut j, mut tj) = (coupled(1, gid, 1.0), tp(10.0, 1e9));
@@ -492,7 +492,7 @@ mod tests {
     #[test]
     fn refused_calls_are_counted_by_kind_and_change_nothing() {
         let mut g = CouplingGroups::default();
-        let gid = g.add_group(CouplerKind::Ccc { handover: true });
+        let gid = g.add_group(CouplerKind::ccc(true));
         let (mut a, mut ta) = (coupled(0, gid, 1.0), tp(10.0, 1e9));
         a.init(&mut ta, &mut g);
         // A second connection with the same id: its registration is refused and it runs
