@@ -317,6 +317,18 @@ def _calls(name: str, obj: Any, methods: List[str], calls: List[Tuple[str, list,
             raise
         except BaseException as e:  # a PanicException derives from BaseException
             raise AssertionError(f"{name}.{m}{tuple(args)} raised {type(e).__module__}.{type(e).__name__}: {e}") from None
+    # The dunders too (a panic in __repr__ would close an object without an error): repr, len, in.
+    for probe, what in ((repr, "repr"), (len, "len"), (lambda o: 1 in o, "in")):
+        try:
+            probe(obj)
+        except internal as e:
+            raise AssertionError(f"{what}({name}) raised {type(e).__name__}: {e}") from None
+        except (ValueError, TypeError, OverflowError):
+            pass  # no len() or `in` (TypeError), or a closed object's refusal
+        except Budget:
+            raise
+        except BaseException as e:
+            raise AssertionError(f"{what}({name}) raised {type(e).__module__}.{type(e).__name__}: {e}") from None
 
 
 def run_in_child(kind: str, examples: int, seed: int, timeout: Optional[float] = None) -> "subprocess.CompletedProcess[str]":

@@ -669,7 +669,7 @@ def test_a_panic_in_the_coupling_layer_is_a_clear_error_and_closes_the_object(na
     with pytest.raises(mf.CouplingInternalError, match=rf"internal error in the coupling layer \(a deliberate panic; a bug.*this {name} is closed"):
         o._panic_for_test()
     assert issubclass(mf.CouplingInternalError, mf.CouplingError) and issubclass(mf.CouplingError, ValueError)
-    closed = rf"this {name} is closed after an internal error"
+    closed = rf"this {name} is closed after an internal error \(a deliberate panic; a bug"
     for m, (args, kwargs) in calls.items():
         with pytest.raises(mf.CouplingInternalError, match=closed):
             getattr(o, m)(*args, **kwargs)
@@ -682,7 +682,7 @@ def test_a_panic_in_the_coupling_layer_is_a_clear_error_and_closes_the_object(na
     if name != "TcpGroups":  # it has no len()
         with pytest.raises(mf.CouplingInternalError, match=closed):
             len(o)
-    assert repr(o) == f"{name}(closed after an internal error)"
+    assert repr(o) == f"{name}(closed after an internal error: a deliberate panic)"
     # The fuzzers count it as a failure, not as one of the package's refusals.
     with pytest.raises(AssertionError, match="CouplingInternalError"):
         fuzzing._calls(name, _coupling_object(name), ["_panic_for_test"], [("a", [], {})])
@@ -699,7 +699,7 @@ def test_a_panic_in_the_flow_model_is_a_clear_error_and_leaves_it_usable() -> No
     import fuzzing
 
     m = mf.FlowModel([("a", "b", 1.0), ("b", "c", 2.0)], [("a", "c"), ("b", "c")])
-    with pytest.raises(mf.FlowModelInternalError, match=r"internal error in the flow model \(a deliberate panic; a bug.*unchanged"):
+    with pytest.raises(mf.FlowModelInternalError, match=r"internal error in the flow model \(a deliberate panic; a bug.*still usable"):
         m._panic_for_test()
     assert issubclass(mf.FlowModelInternalError, mf.FlowModelError) and issubclass(mf.FlowModelError, ValueError)
     assert m.clamp() == pytest.approx([1.0, 1.0])
@@ -750,3 +750,34 @@ def test_coupler_errors_are_in_the_results_by_kind() -> None:
     assert r["coupling_errors"] == {"register": 0, "update": 0, "on_ack": 0, "leave": 0, "set_priority": 0, "fse": 0}
     meta = tables(r)["flows"].schema.metadata
     assert meta[b"coupling_errors_update"] == b"0"
+
+
+def test_a_panic_while_a_queue_spec_is_checked_is_a_bug_not_a_bad_file(monkeypatch) -> None:
+    """Review of issue 13: a scenario's queue spec is checked by building it; a caught panic there
+    (SimulationInternalError, a ValueError) was turned into a validation error by pydantic, so
+    the scenario fuzzer took it for a refused file. It reaches the caller as itself now."""
+    from macroflow import SimulationInternalError, scenario
+    import fuzzing
+
+    real = scenario.Simulation
+
+    class Panicking:
+        """A Simulation whose add_link panics inside the engine, as a bug would."""
+
+        def __init__(self, *args, **kwargs):
+            self._s = real(*args, **kwargs)
+
+        def add_node(self, name):
+            return self._s.add_node(name)
+
+        def add_link(self, *args, **kwargs):
+            self._s._panic_for_test(building=True)
+
+    monkeypatch.setattr(scenario, "Simulation", Panicking)
+    data = {"name": "q", "duration_s": 1.0,
+            "topology": {"kind": "dumbbell", "pairs": 1, "queue": {"kind": "drop_tail", "limit_pkts": 10}},
+            "flows": [{"type": "tcp", "pair": 0}]}
+    with pytest.raises(SimulationInternalError, match="a deliberate panic"):
+        scenario.validate(data)
+    with pytest.raises(SimulationInternalError):
+        fuzzing.check_scenario(data)

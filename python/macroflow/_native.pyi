@@ -71,7 +71,8 @@ class UnsupportedError(CouplingError):
 
 class CouplingInternalError(CouplingError):
     """A bug in the coupling layer (a panic inside the crate, caught): the object it happened in
-    is closed, and every later call on it raises this too. Please report it."""
+    is closed, and every later call that reaches it (its arguments valid) raises this too, with
+    the panic's message. Please report it."""
 
 # ----------------------------------------------------------------------------------------------
 # Flow State Exchange (RFC 8699)

@@ -24,6 +24,7 @@ import pyarrow as pa
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from macroflow._native import CONGESTION_CONTROLS, FSE_ALGORITHMS, RATE_CONTROLLERS, TCP_COUPLER_KINDS
+from macroflow._native import SimulationInternalError
 from macroflow.sim import Simulation, SimulationError, tables
 
 __all__ = ["Scenario", "ScenarioError", "load", "parse", "validate", "run", "PROGRESS_STEPS"]
@@ -62,9 +63,17 @@ def _check_queue(spec: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     a, b = s.add_node("a"), s.add_node("b")
     try:
         s.add_link(a, b, 1e9, 0.0, queue=spec)
+    except SimulationInternalError as e:
+        # A bug, not a bad file: pydantic would turn any ValueError into a validation error.
+        raise _Internal(e) from e
     except SimulationError as e:
         raise ValueError(str(e)) from None
     return spec
+
+
+class _Internal(RuntimeError):
+    """Carries a SimulationInternalError through pydantic (which passes RuntimeErrors on);
+    `validate` re-raises the original."""
 
 
 QueueSpec = Annotated[Dict[str, Any], AfterValidator(_check_queue)]
@@ -395,6 +404,8 @@ def validate(data: Dict[str, Any], source: str = "<dict>") -> Scenario:
         return Scenario.model_validate(data)
     except ValidationError as e:
         raise _explain(e, source) from None
+    except _Internal as e:
+        raise e.args[0] from None
 
 
 #: The largest scenario file read (real ones are a few kB).

@@ -9,7 +9,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use std::net::IpAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 pyo3::create_exception!(
     macroflow,
@@ -58,7 +58,7 @@ pyo3::create_exception!(
     macroflow,
     CouplingInternalError,
     CouplingError,
-    "A bug in the coupling layer (a panic inside the crate, caught): the object it happened in is closed, and every later call on it raises this too. Please report it."
+    "A bug in the coupling layer (a panic inside the crate, caught): the object it happened in is closed, and every later call that reaches it (its arguments valid) raises this too, with the panic's message. Please report it."
 );
 
 /// `UnknownFlowError` and `UnknownGroupError` derive from both `CouplingError` and `KeyError`, which
@@ -346,12 +346,15 @@ pub fn catch_panic<R>(
 /// `TcbCache`). Every call goes through [`Guarded::read`] or [`Guarded::write`]. Inputs are
 /// validated before the crate acts on them; a panic that is still possible is a bug that may
 /// have left the object half-changed, so the call raises `CouplingInternalError` and the object is
-/// closed: every later call raises it too, naming the class, instead of answering from state
-/// nobody can trust (issue 13, as `Simulation` does).
+/// closed: every later call that reaches it (arguments are converted and checked first) raises
+/// it too, naming the class and the panic, instead of answering from state nobody can trust
+/// (issue 13, as `Simulation` does). A panic in `__repr__` closes the object as well; the repr
+/// then says so.
 pub struct Guarded<T> {
     class: &'static str,
     inner: T,
-    closed: AtomicBool,
+    /// The message of the panic that closed it.
+    closed: OnceLock<String>,
 }
 
 impl<T> Guarded<T> {
@@ -359,14 +362,15 @@ impl<T> Guarded<T> {
         Guarded {
             class,
             inner,
-            closed: AtomicBool::new(false),
+            closed: OnceLock::new(),
         }
     }
 
     fn check_open(&self) -> PyResult<()> {
-        if self.closed.load(Ordering::Relaxed) {
+        if let Some(what) = self.closed.get() {
             return Err(CouplingInternalError::new_err(format!(
-                "this {} is closed after an internal error (a bug: please report it); create a new one",
+                "this {} is closed after an internal error ({what}; a bug: please report it); \
+                 create a new one",
                 self.class
             )));
         }
@@ -375,11 +379,11 @@ impl<T> Guarded<T> {
 
     fn closed_on_panic<R>(&self, r: std::thread::Result<PyResult<R>>) -> PyResult<R> {
         r.unwrap_or_else(|p| {
-            self.closed.store(true, Ordering::Relaxed);
+            let what = panic_message(&*p);
+            let _ = self.closed.set(what.clone()); // the first panic is the one reported
             Err(CouplingInternalError::new_err(format!(
-                "internal error in the coupling layer ({}; a bug: please report it); this {} is \
-                 closed, create a new one",
-                panic_message(&*p),
+                "internal error in the coupling layer ({what}; a bug: please report it); this {} \
+                 is closed, create a new one",
                 self.class
             )))
         })
@@ -399,9 +403,14 @@ impl<T> Guarded<T> {
         self.closed_on_panic(r)
     }
 
-    /// `__repr__`: the object's, or `Class(closed after an internal error)`.
+    /// `__repr__`: the object's, or `Class(closed after an internal error: ...)`.
     pub fn repr(&self, f: impl FnOnce(&T) -> String) -> String {
-        self.read(|t| Ok(f(t)))
-            .unwrap_or_else(|_| format!("{}(closed after an internal error)", self.class))
+        self.read(|t| Ok(f(t))).unwrap_or_else(|_| {
+            format!(
+                "{}(closed after an internal error: {})",
+                self.class,
+                self.closed.get().map_or("?", String::as_str)
+            )
+        })
     }
 }

@@ -29,8 +29,8 @@ fn internal<R>(f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
     catch_panic(
         |m| {
             FlowModelInternalError::new_err(format!(
-                "internal error in the flow model ({m}; a bug: please report it); the model is \
-                 unchanged"
+                "internal error in the flow model ({m}; a bug: please report it); a model is \
+                 never changed by a call, so it is still usable"
             ))
         },
         f,

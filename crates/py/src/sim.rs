@@ -911,7 +911,7 @@ impl PySimulation {
     }
 
     /// For tests only: panics inside the engine's lock (or, `building`, inside a topology
-    /// change), as a bug would, to show that it becomes a SimulationError and closes this
+    /// change), as a bug would, to show that it becomes a SimulationInternalError and closes this
     /// simulation.
     #[pyo3(signature = (building=false))]
     fn _panic_for_test(&self, building: bool) -> PyResult<()> {
@@ -925,10 +925,13 @@ impl PySimulation {
     #[getter]
     fn now_s(&self) -> PyResult<f64> {
         let st = self.lock()?;
-        Ok(match &*st {
-            State::Running(s) => s.now().as_secs_f64(),
-            _ => 0.0,
-        })
+        match &*st {
+            State::Running(s) => Ok(s.now().as_secs_f64()),
+            State::Building(_) => Ok(0.0),
+            State::Poisoned => Err(SimulationError::new_err(
+                "the simulation is unusable after an earlier failure",
+            )),
+        }
     }
 
     /// Results as columns: {"flows", "links", "flow_samples", "queue_samples"} (each a dict of

@@ -240,17 +240,18 @@ impl PyTcbCache {
 
     fn __repr__(&self) -> String {
         self.inner.repr(|t| {
-        let c = t.config();
-        format!(
-            "TcbCache(share_congestion={}, expiry_s={}, min_mss={}, min_rto_s={}, min_ssthresh_pkts={}, initial_window_pkts={}, entries={})",
-            if c.share_congestion { "True" } else { "False" },
-            fmt_f64(c.expiry.as_secs_f64()),
-            c.min_mss,
-            fmt_f64(c.min_rto.as_secs_f64()),
-            fmt_f64(c.min_ssthresh_pkts),
-            fmt_f64(c.initial_window_pkts),
-            t.len()
-        )
+            let c = t.config();
+            format!(
+                "TcbCache(share_congestion={}, expiry_s={}, min_mss={}, min_rto_s={}, \
+                 min_ssthresh_pkts={}, initial_window_pkts={}, entries={})",
+                if c.share_congestion { "True" } else { "False" },
+                fmt_f64(c.expiry.as_secs_f64()),
+                c.min_mss,
+                fmt_f64(c.min_rto.as_secs_f64()),
+                fmt_f64(c.min_ssthresh_pkts),
+                fmt_f64(c.initial_window_pkts),
+                t.len()
+            )
         })
     }
 }
