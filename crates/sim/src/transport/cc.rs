@@ -71,6 +71,34 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     }
 }
 
+/// A boxed controller is a controller (the registry builds boxes; tests drive them generically).
+impl<C: CongestionControl + ?Sized> CongestionControl for Box<C> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn init(&mut self, tp: &mut TcpCc) {
+        (**self).init(tp)
+    }
+    fn ssthresh(&mut self, tp: &TcpCc) -> f64 {
+        (**self).ssthresh(tp)
+    }
+    fn cong_avoid(&mut self, tp: &mut TcpCc, ack: &AckSample) {
+        (**self).cong_avoid(tp, ack)
+    }
+    fn set_state(&mut self, tp: &mut TcpCc, new: CaState) {
+        (**self).set_state(tp, new)
+    }
+    fn cwnd_event(&mut self, tp: &mut TcpCc, ev: CwndEvent) {
+        (**self).cwnd_event(tp, ev)
+    }
+    fn pkts_acked(&mut self, tp: &mut TcpCc, ack: &AckSample) {
+        (**self).pkts_acked(tp, ack)
+    }
+    fn undo_cwnd(&mut self, tp: &TcpCc) -> f64 {
+        (**self).undo_cwnd(tp)
+    }
+}
+
 /// NewReno's window rules (RFC 5681): slow start adds one segment per ACK, congestion avoidance
 /// 1/cwnd per ACK, with no byte counting, so with delayed ACKs (a = 2 segments per ACK) the window
 /// grows by 1/a segment per RTT, exactly as seed 001 sec. 2.3 models it. Loss halves the flight.
@@ -304,6 +332,31 @@ mod tests {
             in_flight: cwnd,
             srtt: None,
             min_rtt: None,
+        }
+    }
+
+    /// Seed 001 sec. 2.3 and RFC 3465 on the shared test sender: in congestion avoidance with
+    /// delayed ACKs (2 segments per ACK), NewReno grows 1/2 segment per RTT; counting the acked
+    /// segments (newreno_abc, reno_int) grows one per RTT, with or without delayed ACKs.
+    #[test]
+    fn growth_per_rtt_in_congestion_avoidance() {
+        use crate::transport::test_sender::TestSender;
+        let rtt = Duration::from_millis(100);
+        for (name, per_ack, want) in [
+            ("newreno", 2, 0.5),
+            ("newreno", 1, 1.0),
+            ("newreno_abc", 2, 1.0),
+            ("reno_int", 2, 1.0),
+            ("reno_int", 1, 1.0),
+        ] {
+            let mut s = TestSender::new(CcKind::named(name).build(), 100.0, 100.0, rtt);
+            s.per_ack = per_ack;
+            s.run_for(10.0);
+            let per_rtt = (s.tp.cwnd - 100.0) / 100.0;
+            assert!(
+                (per_rtt - want).abs() < 0.1,
+                "{name}, {per_ack} per ACK: {per_rtt}"
+            );
         }
     }
 

@@ -295,94 +295,15 @@ impl CongestionControl for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::test_sender::TestSender;
 
-    /// A synthetic sender: every ACK acknowledges one segment and ACKs are spaced RTT / cwnd
+    /// The shared test sender: every ACK acknowledges one segment and ACKs are spaced RTT / cwnd
     /// apart, so cwnd ACKs arrive per RTT at a fixed RTT (no queueing).
-    struct Driver {
-        cc: Cubic,
-        tp: TcpCc,
-        now: Instant,
-        rtt: Duration,
-    }
+    type Driver = TestSender<Cubic>;
 
-    impl Driver {
-        /// In congestion avoidance at `cwnd` (ssthresh = cwnd).
-        fn new(cfg: CubicConfig, rtt_ms: u64, cwnd: f64) -> Driver {
-            let rtt = Duration::from_millis(rtt_ms);
-            let mut d = Driver {
-                cc: Cubic::new(cfg),
-                tp: TcpCc {
-                    snd_nxt: 0,
-                    cwnd,
-                    ssthresh: cwnd,
-                    ca_state: CaState::Open,
-                    in_flight: cwnd,
-                    srtt: Some(rtt),
-                    min_rtt: Some(rtt),
-                },
-                now: Instant::from_secs(1),
-                rtt,
-            };
-            d.cc.init(&mut d.tp);
-            d.cc.cwnd_event(&mut d.tp, CwndEvent::TxStart);
-            d
-        }
-
-        fn set_state(&mut self, s: CaState) {
-            if self.tp.ca_state != s {
-                self.tp.ca_state = s;
-                self.cc.set_state(&mut self.tp, s);
-            }
-        }
-
-        fn ack(&mut self) {
-            let dt = self.rtt.as_nanos() as f64 / self.tp.cwnd.max(1.0);
-            self.now = self.now + Duration::from_nanos(dt.round() as u64);
-            self.tp.in_flight = self.tp.cwnd;
-            let ack = AckSample {
-                ack_seq: 0,
-                acked: 1,
-                rtt: Some(self.rtt),
-                one_way_delay: None,
-                now: self.now,
-            };
-            self.cc.pkts_acked(&mut self.tp, &ack);
-            if self.tp.ca_state == CaState::Loss && self.tp.cwnd >= self.tp.ssthresh {
-                self.set_state(CaState::Open);
-            }
-            self.cc.cong_avoid(&mut self.tp, &ack);
-        }
-
-        /// ACKs until `secs` have passed.
-        fn run_for(&mut self, secs: f64) {
-            let end = self.now + Duration::from_nanos((secs * 1e9) as u64);
-            while self.now < end {
-                self.ack();
-            }
-        }
-
-        /// Loss detected by duplicate ACKs, with a recovery that ends at once (SACK: cwnd =
-        /// ssthresh).
-        fn loss(&mut self) {
-            self.tp.in_flight = self.tp.cwnd;
-            self.tp.ssthresh = self.cc.ssthresh(&self.tp);
-            self.set_state(CaState::Recovery);
-            self.tp.cwnd = self.tp.ssthresh;
-            self.set_state(CaState::Open);
-        }
-
-        /// A retransmission timeout, in the order `TcpSender::on_rto` calls the hooks.
-        fn rto(&mut self) {
-            self.tp.in_flight = self.tp.cwnd;
-            self.tp.ssthresh = self.cc.ssthresh(&self.tp);
-            self.cc.cwnd_event(&mut self.tp, CwndEvent::Loss);
-            self.tp.cwnd = 1.0;
-            self.set_state(CaState::Loss);
-        }
-
-        fn secs_since(&self, t: Instant) -> f64 {
-            self.now.saturating_since(t).as_secs_f64()
-        }
+    /// In congestion avoidance at `cwnd` (ssthresh = cwnd) on a path of `rtt_ms`.
+    fn driver(cfg: CubicConfig, rtt_ms: u64, cwnd: f64) -> Driver {
+        TestSender::new(Cubic::new(cfg), cwnd, cwnd, Duration::from_millis(rtt_ms))
     }
 
     fn no_friendliness() -> CubicConfig {
@@ -404,7 +325,7 @@ mod tests {
         assert_eq!(cubic_k(100.0, 120.0), 0.0);
 
         // The same K inside the controller, at the first ACK after a loss at W_max = 100.
-        let mut d = Driver::new(CubicConfig::default(), 100, 100.0);
+        let mut d = driver(CubicConfig::default(), 100, 100.0);
         d.loss();
         assert_eq!(d.cc.k(), None, "the epoch starts at the first ACK in CA");
         d.ack();
@@ -416,7 +337,7 @@ mod tests {
 
     #[test]
     fn decrease_is_beta_cubic_of_cwnd() {
-        let mut d = Driver::new(CubicConfig::default(), 100, 100.0);
+        let mut d = driver(CubicConfig::default(), 100, 100.0);
         let cwnd = d.tp.cwnd;
         d.loss();
         assert!(
@@ -426,14 +347,14 @@ mod tests {
         );
         assert_eq!(d.tp.cwnd, d.tp.ssthresh);
         assert_eq!(d.cc.cwnd_prior(), Some(100.0));
-        let mut d = Driver::new(CubicConfig::default(), 100, 2.5);
+        let mut d = driver(CubicConfig::default(), 100, 2.5);
         d.loss();
         assert_eq!(d.tp.ssthresh, 2.0, "never below 2 segments");
     }
 
     #[test]
     fn window_returns_to_w_max_at_k() {
-        let mut d = Driver::new(CubicConfig::default(), 100, 100.0);
+        let mut d = driver(CubicConfig::default(), 100, 100.0);
         d.loss();
         d.ack();
         let t0 = d.cc.epoch_start().unwrap();
@@ -459,7 +380,7 @@ mod tests {
     fn concave_before_k_and_convex_after() {
         // W_max = 1000 at RTT 100 ms: K = 9.09 s and W_est stays far below, so the cubic
         // function alone shapes the window.
-        let mut d = Driver::new(CubicConfig::default(), 100, 1000.0);
+        let mut d = driver(CubicConfig::default(), 100, 1000.0);
         d.loss();
         d.ack();
         let k = d.cc.k().unwrap();
@@ -494,7 +415,7 @@ mod tests {
                 fast_convergence: fc,
                 ..CubicConfig::default()
             };
-            let mut d = Driver::new(cfg, 100, 100.0);
+            let mut d = driver(cfg, 100, 100.0);
             d.loss();
             assert_eq!(d.cc.w_max(), Some(100.0));
             while d.tp.cwnd < 90.0 {
@@ -511,7 +432,7 @@ mod tests {
             assert!((k - cubic_k(want, 63.0)).abs() < 1e-9);
         }
         // A loss above the old W_max just records the new one.
-        let mut d = Driver::new(CubicConfig::default(), 100, 100.0);
+        let mut d = driver(CubicConfig::default(), 100, 100.0);
         d.loss();
         d.tp.cwnd = 110.0;
         d.loss();
@@ -523,8 +444,8 @@ mod tests {
         // RTT 10 ms, loss at 20 segments: K = 2.47 s = 247 RTTs, so the cubic function barely
         // moves while W_est gains alpha_cubic per RTT.
         let rtts = 10;
-        let mut on = Driver::new(CubicConfig::default(), 10, 20.0);
-        let mut off = Driver::new(no_friendliness(), 10, 20.0);
+        let mut on = driver(CubicConfig::default(), 10, 20.0);
+        let mut off = driver(no_friendliness(), 10, 20.0);
         for d in [&mut on, &mut off] {
             d.loss();
             d.ack();
@@ -573,7 +494,7 @@ mod tests {
     /// start's overshoot: hence the long warm-up.
     fn mean_window_under_periodic_loss(cfg: CubicConfig, p: f64, rtt_ms: u64) -> f64 {
         let every = (1.0 / p).round() as u64;
-        let mut d = Driver::new(cfg, rtt_ms, 10.0);
+        let mut d = driver(cfg, rtt_ms, 10.0);
         d.tp.ssthresh = 1e9; // slow start to the first loss
         let (warmup, cycles) = (300, 100);
         let mut pkts = 0u64;
@@ -635,7 +556,7 @@ mod tests {
     fn timeout_restarts_with_k_zero_at_the_new_window() {
         // Without the friendly region, which would dominate the first seconds here (W_est gains
         // 5.3 segments/s, W_cubic 0.4 t^3).
-        let mut d = Driver::new(no_friendliness(), 100, 100.0);
+        let mut d = driver(no_friendliness(), 100, 100.0);
         d.rto();
         assert_eq!(d.tp.ssthresh, 70.0);
         assert_eq!(d.cc.w_max(), None);
@@ -672,7 +593,7 @@ mod tests {
 
     #[test]
     fn undo_restores_the_state_before_the_reduction() {
-        let mut d = Driver::new(CubicConfig::default(), 100, 100.0);
+        let mut d = driver(CubicConfig::default(), 100, 100.0);
         d.loss();
         d.run_for(2.0);
         let (w_max, k, prior) = (d.cc.w_max(), d.cc.k(), d.cc.cwnd_prior());
@@ -694,7 +615,7 @@ mod tests {
     #[test]
     fn growth_per_rtt_is_the_same_with_delayed_acks() {
         let grow = |per_ack: u32| {
-            let mut d = Driver::new(no_friendliness(), 100, 100.0);
+            let mut d = driver(no_friendliness(), 100, 100.0);
             d.cc.w_max = Some(120.0); // concave region: K > 0, the target is well above cwnd
             let start = d.tp.cwnd;
             let mut acked = 0.0;

@@ -296,7 +296,8 @@ impl CongestionControl for Ledbat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::cc::{CcKind, CwndEvent};
+    use crate::transport::cc::CcKind;
+    use crate::transport::test_sender::TestSender;
 
     const MS: f64 = 1e-3;
 
@@ -305,38 +306,44 @@ mod tests {
     /// ACK's one-way delay `base_owd + queue / cap_pps`; ACKs of `per_ack` segments arrive at the
     /// rate `cwnd / RTT` (the bottleneck rate once a queue exists).
     struct Fluid {
-        cc: Ledbat,
-        tp: TcpCc,
-        now: Instant,
+        /// The shared test sender: the connection, its clock and the hooks' order.
+        s: TestSender<Ledbat>,
         base_owd: f64,
         /// A standing delay the flow does not cause (another flow's queue), seconds.
         extra: f64,
         cap_pps: f64,
-        per_ack: u32,
+    }
+
+    impl std::ops::Deref for Fluid {
+        type Target = TestSender<Ledbat>;
+        fn deref(&self) -> &TestSender<Ledbat> {
+            &self.s
+        }
+    }
+
+    impl std::ops::DerefMut for Fluid {
+        fn deref_mut(&mut self) -> &mut TestSender<Ledbat> {
+            &mut self.s
+        }
     }
 
     impl Fluid {
-        /// 10 Mbit/s of 1500-byte packets (833 packets/s), RTT 100 ms: BDP 83.3 packets.
+        /// 10 Mbit/s of 1500-byte packets (833 packets/s), RTT 100 ms: BDP 83.3 packets; ACKs of
+        /// two segments.
         fn new(cfg: LedbatConfig, cwnd: f64) -> Fluid {
-            let mut f = Fluid {
-                cc: Ledbat::new(cfg).unwrap(),
-                tp: TcpCc {
-                    snd_nxt: 0,
-                    cwnd,
-                    ssthresh: 1e9,
-                    ca_state: CaState::Open,
-                    in_flight: cwnd,
-                    srtt: None,
-                    min_rtt: None,
-                },
-                now: Instant::from_secs(1),
+            let mut s = TestSender::new(
+                Ledbat::new(cfg).unwrap(),
+                cwnd,
+                1e9,
+                Duration::from_millis(100),
+            );
+            s.per_ack = 2;
+            Fluid {
+                s,
                 base_owd: 0.050,
                 extra: 0.0,
                 cap_pps: 10e6 / (1500.0 * 8.0),
-                per_ack: 2,
-            };
-            f.cc.init(&mut f.tp);
-            f
+            }
         }
 
         fn bdp(&self) -> f64 {
@@ -355,23 +362,16 @@ mod tests {
             2.0 * self.base_owd + self.extra + self.queue_delay()
         }
 
-        /// One ACK; returns the time it advanced, seconds.
+        /// One ACK, its delays from the fluid queue; returns the time it advanced, seconds.
         fn ack(&mut self) -> f64 {
             let rtt = self.rtt();
             let owd = self.base_owd + self.extra + self.queue_delay();
             let dt = self.per_ack as f64 * rtt / self.tp.cwnd.max(1.0);
-            self.now = self.now + Duration::from_nanos((dt * 1e9).round() as u64);
-            self.tp.in_flight = (self.tp.cwnd - self.per_ack as f64).max(0.0);
-            self.tp.srtt = Some(Duration::from_nanos((rtt * 1e9) as u64));
-            let ack = AckSample {
-                ack_seq: 0,
-                acked: self.per_ack,
-                rtt: self.tp.srtt,
-                one_way_delay: Some(Duration::from_nanos((owd * 1e9) as u64)),
-                now: self.now,
-            };
-            self.cc.pkts_acked(&mut self.tp, &ack);
-            self.cc.cong_avoid(&mut self.tp, &ack);
+            self.s.rtt = Duration::from_nanos((rtt * 1e9) as u64);
+            self.s.owd = Some(Duration::from_nanos((owd * 1e9) as u64));
+            let in_flight = (self.tp.cwnd - self.per_ack as f64).max(0.0);
+            self.s
+                .deliver(Duration::from_nanos((dt * 1e9).round() as u64), in_flight);
             dt
         }
 
@@ -633,11 +633,7 @@ mod tests {
     #[test]
     fn timeout_restarts_from_one_segment_without_slow_start() {
         let mut f = Fluid::primed(LedbatConfig::default(), 40.0);
-        // In the order TcpSender::on_rto calls the hooks.
-        f.tp.ssthresh = f.cc.ssthresh(&f.tp);
-        f.cc.cwnd_event(&mut f.tp, CwndEvent::Loss);
-        f.tp.cwnd = 1.0;
-        f.tp.ca_state = CaState::Loss;
+        f.rto(); // in the order TcpSender::on_rto calls the hooks
         assert_eq!(f.tp.ssthresh, 20.0);
         f.ack();
         assert_eq!(f.tp.cwnd, MIN_CWND, "MIN_CWND on the next ACK");

@@ -13,5 +13,7 @@ pub mod rap;
 pub mod rate;
 pub mod sack;
 pub mod tcp;
+#[cfg(test)]
+pub(crate) mod test_sender;
 pub mod tfrc;
 pub mod vegas;

@@ -854,3 +854,140 @@ impl TcpReceiver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::NodeId;
+    use crate::transport::cc::CcKind;
+    use crate::transport::coupled::Seat;
+    use coupling::tcp::CouplerKind;
+
+    const MSS: u64 = 1448;
+
+    fn ep(flow: u32) -> Endpoints {
+        Endpoints {
+            flow,
+            src: NodeId(0),
+            dst: NodeId(1),
+            dscp: 0,
+            hash: 0,
+        }
+    }
+
+    /// A cumulative ACK of `segs` segments, SACKing the segment ranges in `sacked`.
+    fn ack(segs: u64, sacked: &[(u64, u64)]) -> Packet {
+        let mut p = Packet::new(0, PacketKind::TcpAck, NodeId(1), NodeId(0), 52);
+        p.ack = segs * MSS;
+        for (i, &(a, b)) in sacked.iter().enumerate() {
+            p.sack[i] = SackBlock {
+                start: a * MSS,
+                end: b * MSS,
+            };
+        }
+        p.n_sack = sacked.len() as u8;
+        p
+    }
+
+    fn seqs(out: &mut Outbox) -> Vec<u64> {
+        std::mem::take(&mut out.packets)
+            .iter()
+            .map(|p| p.seq / MSS)
+            .collect()
+    }
+
+    /// RFC 6675 with SACK: the third duplicate ACK (SACKing three segments above the hole)
+    /// enters recovery, retransmits the hole at once, sets ssthresh to half the flight (NewReno's
+    /// FlightSize / 2) and cwnd to ssthresh; the full ACK ends it.
+    #[test]
+    fn three_duplicate_acks_enter_sack_recovery_and_a_full_ack_ends_it() {
+        let mut g = CouplingGroups::default();
+        let mut s = TcpSender::new(TcpConfig::default(), CcKind::default().build(), ep(0), None);
+        let mut out = Outbox::default();
+        let t = Instant::from_millis(100);
+        s.start(Instant::ZERO, &mut out);
+        assert_eq!(seqs(&mut out), (0..10).collect::<Vec<_>>());
+        for k in 1..=2 {
+            assert!(!s.on_ack(&ack(0, &[(1, 1 + k)]), t, &mut out, &mut g));
+            s.send_available(t, &mut out);
+            // Limited Transmit: one new segment per duplicate ACK.
+            assert_eq!(seqs(&mut out), vec![9 + k]);
+            assert!(!s.in_recovery());
+        }
+        assert!(!s.on_ack(&ack(0, &[(1, 4)]), t, &mut out, &mut g));
+        assert!(s.in_recovery());
+        assert_eq!(seqs(&mut out), vec![0], "the hole, at once");
+        assert_eq!((s.tp.ssthresh, s.tp.cwnd), (6.0, 6.0), "12 in flight / 2");
+        assert_eq!(s.stats.fast_recoveries, 1);
+        assert!(s.on_ack(&ack(12, &[]), t, &mut out, &mut g));
+        assert!(!s.in_recovery());
+        assert_eq!(s.tp.ca_state, CaState::Open);
+    }
+
+    /// RFC 6298: the timer fires, the window falls to one segment, go-back-N resends from the
+    /// first unacknowledged segment, the timer backs off (1 s initial RTO, doubled).
+    #[test]
+    fn a_timeout_resends_from_snd_una_with_one_segment_and_backs_off() {
+        let mut g = CouplingGroups::default();
+        let mut s = TcpSender::new(TcpConfig::default(), CcKind::default().build(), ep(0), None);
+        let mut out = Outbox::default();
+        s.start(Instant::ZERO, &mut out);
+        assert_eq!(seqs(&mut out).len(), 10);
+        let t = s.rto_deadline().unwrap();
+        assert_eq!(t, Instant::from_secs(1));
+        s.on_rto(t, &mut g);
+        assert_eq!(
+            (s.tp.cwnd, s.tp.ssthresh, s.tp.ca_state),
+            (1.0, 5.0, CaState::Loss)
+        );
+        assert_eq!(s.stats.timeouts, 1);
+        s.send_available(t, &mut out);
+        assert_eq!(seqs(&mut out), vec![0]);
+        assert_eq!(s.rto_deadline(), Some(t + Duration::from_secs(2)));
+    }
+
+    /// The coupling seam through the real sender: `coupled` registers in the controller's init
+    /// (the answer is the window it starts with), every ACK ends with a report of a changed
+    /// window, a timeout is reported, and `release` leaves.
+    #[test]
+    fn a_coupled_sender_reports_from_its_hooks() {
+        let mut g = CouplingGroups::default();
+        let gid = g.add_group(CouplerKind::ccc(false));
+        let seat = Some(Seat {
+            group: gid,
+            priority: 1.0,
+        });
+        let mut a = TcpSender::coupled(
+            TcpConfig::default(),
+            Coupled::new(CcKind::default().build(), 0, seat),
+            ep(0),
+            None,
+            &mut g,
+        );
+        let mut b = TcpSender::coupled(
+            TcpConfig::default(),
+            Coupled::new(CcKind::default().build(), 1, seat),
+            ep(1),
+            None,
+            &mut g,
+        );
+        assert_eq!(g.coupler(gid).unwrap().len(), 2);
+        assert_eq!(g.coupler(gid).unwrap().sum_cwnd(), 20.0);
+        let mut out = Outbox::default();
+        a.start(Instant::ZERO, &mut out);
+        b.start(Instant::ZERO, &mut out);
+        // Slow start: A's ACK of 2 segments grows its own window to 11 (NewReno: +1); reported at
+        // the end of the ACK, the aggregate grows by it and A is told its half of 21.
+        assert!(a.on_ack(&ack(2, &[]), Instant::from_millis(100), &mut out, &mut g));
+        assert_eq!(g.coupler(gid).unwrap().sum_cwnd(), 21.0);
+        assert_eq!(a.tp.cwnd, 10.5);
+        // B times out: reported with the timeout flag; the loss event halves the aggregate.
+        b.on_rto(Instant::from_secs(1), &mut g);
+        let c = g.coupler(gid).unwrap();
+        assert!(c.conn(coupling::FlowId(1)).unwrap().timed_out);
+        assert_eq!(c.sum_cwnd(), 10.5);
+        a.release(&mut g);
+        assert_eq!(g.coupler(gid).unwrap().len(), 1);
+        assert_eq!(g.errors.total(), 0);
+    }
+}
