@@ -641,17 +641,22 @@ class Simulation:
     @property
     def now_s(self) -> float: ...
     def results(self) -> dict[str, Any]:
-        """Columns: ``flows``, ``udp_flows``, ``media_flows``, ``links``, ``flow_samples``, ``queue_samples``,
-        ``media_samples`` (dicts of lists);
+        """Tables: ``flows``, ``udp_flows``, ``media_flows``, ``links``, ``flow_samples``, ``queue_samples``,
+        ``media_samples``, each a ``pyarrow.RecordBatch`` built in Rust and handed over without a
+        copy (the Arrow C data interface); :func:`macroflow.sim.tables` makes them tables. Each has
+        a fixed schema (``crates/py/src/tables.rs``), the same for an empty table as for a full
+        one: integers (ids, counts, bytes, a link's ``rate_bps``) are ``int64``, other numbers
+        ``float64``, names ``string``, and only ``fct_s``, ``mean_rtt_s``, ``mean_owd_s`` and ``srtt_s`` are
+        nullable (a missing value is a null, never a null-typed column). Beside them:
         ``packets`` (created, delivered, dropped, in_flight), ``events``, ``duration_s``, ``sampling_stopped_at_s`` (when the time series stopped at 2 M rows; None when they did not),
         and ``coupling_errors``: calls the couplers refused, by call (``register``: the flow then ran
         uncoupled; ``update``: the sender kept its own window; ``on_ack``, ``leave``,
         ``set_priority``, ``fse``); none are expected.
 
         ``flows`` (one row per TCP flow): ``flow``, ``src``, ``dst``, ``cc``, ``start_s``, ``fct_s``
-        (None unless a finite flow completed), ``delivered_bytes``, ``goodput_bps``,
+        (null unless a finite flow completed), ``delivered_bytes``, ``goodput_bps``,
         ``data_pkts_sent``, ``retransmits``, ``timeouts``, ``max_burst_pkts``, ``burst_hist``,
-        ``fast_recoveries``, ``mean_rtt_s`` (None without an RTT sample).
+        ``fast_recoveries``, ``mean_rtt_s`` (null without an RTT sample).
 
         A burst is the data packets (new or retransmitted) one flow's sender emits back to back at
         one simulated instant, however many calls emitted them (an ACK's retransmission and the

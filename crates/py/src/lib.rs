@@ -10,6 +10,7 @@ mod convert;
 mod flowmodel;
 mod fse;
 mod sim;
+mod tables;
 mod tcb;
 mod tcp;
 

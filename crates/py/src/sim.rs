@@ -1,8 +1,9 @@
 //! Bindings of the packet-level simulator (`crates/sim`): build a topology, add TCP flows and
-//! coupling groups, run (the GIL is released), and read results as columns that
-//! `macroflow.sim` turns into Arrow tables.
+//! coupling groups, run (the GIL is released), and read results as Arrow record batches (fixed
+//! schemas, in `tables.rs`) that `macroflow.sim` turns into tables.
 
 use crate::convert::{panic_message, unknown_name};
+use crate::tables;
 use coupling::tcp::CouplerKind;
 use coupling::{Duration, Instant};
 use pyo3::prelude::*;
@@ -32,11 +33,6 @@ pyo3::create_exception!(
     SimulationError,
     "A bug in the simulator (a panic inside the engine, caught): the simulation is closed. Please report it."
 );
-
-/// No measurement yet (NaN in Rust) is None in Python: a null in Arrow.
-fn nan_none(x: f64) -> Option<f64> {
-    (!x.is_nan()).then_some(x)
-}
 
 fn sim_err(e: SimError) -> PyErr {
     SimulationError::new_err(e.to_string())
@@ -934,331 +930,30 @@ impl PySimulation {
         }
     }
 
-    /// Results as columns: {"flows", "links", "flow_samples", "queue_samples"} (each a dict of
-    /// lists) and {"packets", "events", "duration_s", "sampling_stopped_at_s", "coupling_errors"}.
+    /// Results: {"flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_samples",
+    /// "media_samples"}, each a `pyarrow.RecordBatch` with its table's fixed schema
+    /// (`tables.rs`), handed over without a copy; and {"packets", "events", "duration_s",
+    /// "sampling_stopped_at_s", "coupling_errors"}.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let r = self.with_sim(|s| Ok(s.results()))?;
+        // The time series are read in place, not copied first (a big result was held twice),
+        // with the GIL released: millions of rows take a while.
+        let (r, batches) = py.detach(|| {
+            self.with_sim(|s| {
+                let r = s.summaries();
+                let batches = tables::batches(&r, s.time_series());
+                Ok((r, batches))
+            })
+        })?;
+        // The schemas are fixed, so this is a bug if it happens.
+        let batches = batches.map_err(|e| {
+            SimulationInternalError::new_err(format!(
+                "internal error building the result tables ({e}; a bug: please report it)"
+            ))
+        })?;
         let out = PyDict::new(py);
-        let flows = PyDict::new(py);
-        flows.set_item("flow", r.flows.iter().map(|f| f.flow).collect::<Vec<_>>())?;
-        flows.set_item(
-            "src",
-            r.flows.iter().map(|f| f.src.clone()).collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "dst",
-            r.flows.iter().map(|f| f.dst.clone()).collect::<Vec<_>>(),
-        )?;
-        flows.set_item("cc", r.flows.iter().map(|f| f.cc).collect::<Vec<_>>())?;
-        flows.set_item(
-            "start_s",
-            r.flows.iter().map(|f| f.start_s).collect::<Vec<_>>(),
-        )?;
-        flows.set_item("fct_s", r.flows.iter().map(|f| f.fct_s).collect::<Vec<_>>())?;
-        flows.set_item(
-            "delivered_bytes",
-            r.flows
-                .iter()
-                .map(|f| f.delivered_bytes)
-                .collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "goodput_bps",
-            r.flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "data_pkts_sent",
-            r.flows.iter().map(|f| f.data_pkts_sent).collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "retransmits",
-            r.flows.iter().map(|f| f.retransmits).collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "timeouts",
-            r.flows.iter().map(|f| f.timeouts).collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "max_burst_pkts",
-            r.flows.iter().map(|f| f.max_burst_pkts).collect::<Vec<_>>(),
-        )?;
-        // One list per flow, a count per bucket (sim::stats::burst_bucket): Arrow list<int64>.
-        flows.set_item(
-            "burst_hist",
-            r.flows.iter().map(|f| f.burst_hist).collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "fast_recoveries",
-            r.flows
-                .iter()
-                .map(|f| f.fast_recoveries)
-                .collect::<Vec<_>>(),
-        )?;
-        flows.set_item(
-            "mean_rtt_s",
-            r.flows
-                .iter()
-                .map(|f| nan_none(f.mean_rtt_s))
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item("flows", flows)?;
-        let udp = PyDict::new(py);
-        udp.set_item(
-            "flow",
-            r.udp_flows.iter().map(|f| f.flow).collect::<Vec<_>>(),
-        )?;
-        udp.set_item(
-            "src",
-            r.udp_flows
-                .iter()
-                .map(|f| f.src.clone())
-                .collect::<Vec<_>>(),
-        )?;
-        udp.set_item(
-            "dst",
-            r.udp_flows
-                .iter()
-                .map(|f| f.dst.clone())
-                .collect::<Vec<_>>(),
-        )?;
-        udp.set_item(
-            "sent_pkts",
-            r.udp_flows.iter().map(|f| f.sent_pkts).collect::<Vec<_>>(),
-        )?;
-        udp.set_item(
-            "sent_bytes",
-            r.udp_flows.iter().map(|f| f.sent_bytes).collect::<Vec<_>>(),
-        )?;
-        udp.set_item(
-            "received_pkts",
-            r.udp_flows
-                .iter()
-                .map(|f| f.received_pkts)
-                .collect::<Vec<_>>(),
-        )?;
-        udp.set_item(
-            "received_bytes",
-            r.udp_flows
-                .iter()
-                .map(|f| f.received_bytes)
-                .collect::<Vec<_>>(),
-        )?;
-        udp.set_item(
-            "throughput_bps",
-            r.udp_flows
-                .iter()
-                .map(|f| f.throughput_bps)
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item("udp_flows", udp)?;
-        let media = PyDict::new(py);
-        media.set_item(
-            "flow",
-            r.media_flows.iter().map(|f| f.flow).collect::<Vec<_>>(),
-        )?;
-        media.set_item(
-            "controller",
-            r.media_flows
-                .iter()
-                .map(|f| f.controller)
-                .collect::<Vec<_>>(),
-        )?;
-        media.set_item(
-            "src",
-            r.media_flows
-                .iter()
-                .map(|f| f.src.clone())
-                .collect::<Vec<_>>(),
-        )?;
-        media.set_item(
-            "dst",
-            r.media_flows
-                .iter()
-                .map(|f| f.dst.clone())
-                .collect::<Vec<_>>(),
-        )?;
-        media.set_item(
-            "sent_bytes",
-            r.media_flows
-                .iter()
-                .map(|f| f.sent_bytes)
-                .collect::<Vec<_>>(),
-        )?;
-        media.set_item(
-            "received_bytes",
-            r.media_flows
-                .iter()
-                .map(|f| f.received_bytes)
-                .collect::<Vec<_>>(),
-        )?;
-        media.set_item(
-            "goodput_bps",
-            r.media_flows
-                .iter()
-                .map(|f| f.goodput_bps)
-                .collect::<Vec<_>>(),
-        )?;
-        media.set_item(
-            "mean_owd_s",
-            r.media_flows
-                .iter()
-                .map(|f| nan_none(f.mean_owd_s))
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item("media_flows", media)?;
-        let ms = PyDict::new(py);
-        ms.set_item(
-            "t_s",
-            r.media_samples
-                .iter()
-                .map(|s| s.t_ns as f64 / 1e9)
-                .collect::<Vec<_>>(),
-        )?;
-        ms.set_item(
-            "flow",
-            r.media_samples.iter().map(|s| s.flow).collect::<Vec<_>>(),
-        )?;
-        ms.set_item(
-            "rate_bps",
-            r.media_samples
-                .iter()
-                .map(|s| s.rate_bps)
-                .collect::<Vec<_>>(),
-        )?;
-        ms.set_item(
-            "cc_rate_bps",
-            r.media_samples
-                .iter()
-                .map(|s| s.cc_rate_bps)
-                .collect::<Vec<_>>(),
-        )?;
-        ms.set_item(
-            "received_bytes",
-            r.media_samples
-                .iter()
-                .map(|s| s.received_bytes)
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item("media_samples", ms)?;
-        let links = PyDict::new(py);
-        links.set_item("link", r.links.iter().map(|l| l.link).collect::<Vec<_>>())?;
-        links.set_item(
-            "src",
-            r.links.iter().map(|l| l.from.clone()).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "dst",
-            r.links.iter().map(|l| l.to.clone()).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "rate_bps",
-            r.links.iter().map(|l| l.rate_bps).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "offered_pkts",
-            r.links.iter().map(|l| l.offered_pkts).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "dropped_pkts",
-            r.links.iter().map(|l| l.dropped_pkts).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "tx_pkts",
-            r.links.iter().map(|l| l.tx_pkts).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "tx_bytes",
-            r.links.iter().map(|l| l.tx_bytes).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "utilization",
-            r.links.iter().map(|l| l.utilization).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "loss_ratio",
-            r.links.iter().map(|l| l.loss_ratio).collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "mean_queue_pkts",
-            r.links
-                .iter()
-                .map(|l| l.mean_queue_pkts)
-                .collect::<Vec<_>>(),
-        )?;
-        links.set_item(
-            "max_queue_pkts",
-            r.links.iter().map(|l| l.max_queue_pkts).collect::<Vec<_>>(),
-        )?;
-        out.set_item("links", links)?;
-        let fs = PyDict::new(py);
-        fs.set_item(
-            "t_s",
-            r.flow_samples
-                .iter()
-                .map(|s| s.t_ns as f64 / 1e9)
-                .collect::<Vec<_>>(),
-        )?;
-        fs.set_item(
-            "flow",
-            r.flow_samples.iter().map(|s| s.flow).collect::<Vec<_>>(),
-        )?;
-        fs.set_item(
-            "cwnd_pkts",
-            r.flow_samples
-                .iter()
-                .map(|s| s.cwnd_pkts)
-                .collect::<Vec<_>>(),
-        )?;
-        fs.set_item(
-            "ssthresh_pkts",
-            r.flow_samples
-                .iter()
-                .map(|s| s.ssthresh_pkts)
-                .collect::<Vec<_>>(),
-        )?;
-        fs.set_item(
-            "state",
-            r.flow_samples
-                .iter()
-                .map(|s| s.state.name())
-                .collect::<Vec<_>>(),
-        )?;
-        fs.set_item(
-            "delivered_bytes",
-            r.flow_samples
-                .iter()
-                .map(|s| s.delivered_bytes)
-                .collect::<Vec<_>>(),
-        )?;
-        fs.set_item(
-            "srtt_s",
-            r.flow_samples
-                .iter()
-                .map(|s| nan_none(s.srtt_s))
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item("flow_samples", fs)?;
-        let qs = PyDict::new(py);
-        qs.set_item(
-            "t_s",
-            r.queue_samples
-                .iter()
-                .map(|s| s.t_ns as f64 / 1e9)
-                .collect::<Vec<_>>(),
-        )?;
-        qs.set_item(
-            "link",
-            r.queue_samples.iter().map(|s| s.link).collect::<Vec<_>>(),
-        )?;
-        qs.set_item(
-            "pkts",
-            r.queue_samples.iter().map(|s| s.pkts).collect::<Vec<_>>(),
-        )?;
-        qs.set_item(
-            "bytes",
-            r.queue_samples.iter().map(|s| s.bytes).collect::<Vec<_>>(),
-        )?;
-        out.set_item("queue_samples", qs)?;
+        for (name, batch) in batches {
+            out.set_item(name, tables::to_pyarrow(py, batch)?)?;
+        }
         let pk = PyDict::new(py);
         pk.set_item("created", r.packets.created)?;
         pk.set_item("delivered", r.packets.delivered)?;

@@ -231,6 +231,14 @@ impl LinkSummary {
     }
 }
 
+/// The time series of a run, borrowed from the simulation ([`crate::Sim::time_series`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TimeSeries<'a> {
+    pub flow_samples: &'a [FlowSample],
+    pub queue_samples: &'a [QueueSample],
+    pub media_samples: &'a [MediaSample],
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Results {
     pub duration_s: f64,

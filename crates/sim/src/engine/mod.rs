@@ -37,7 +37,7 @@ use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketKind};
 use crate::pcap::{PcapWriter, DEFAULT_SNAPLEN};
 use crate::rng::{seeded, SimRng};
-use crate::stats::{LinkSummary, Results};
+use crate::stats::{LinkSummary, Results, TimeSeries};
 use crate::traffic::WebWorkload;
 use crate::transport::coupled::CouplingGroups;
 use crate::transport::rate::{RateReceiver, RateSender};
@@ -475,8 +475,30 @@ impl Sim {
         self.tcp_coupling.coupler(group)
     }
 
-    /// Summaries and time series of the run so far.
+    /// Summaries and time series of the run so far (a copy: see [`Sim::summaries`] and
+    /// [`Sim::time_series`] to read the series in place).
     pub fn results(&mut self) -> Results {
+        let mut r = self.summaries();
+        let ts = self.time_series();
+        r.flow_samples = ts.flow_samples.to_vec();
+        r.queue_samples = ts.queue_samples.to_vec();
+        r.media_samples = ts.media_samples.to_vec();
+        r.packet_events = self.fabric.taps.trace.clone().unwrap_or_default();
+        r
+    }
+
+    /// The time series recorded so far, lent rather than copied: the bindings build their
+    /// columns from them, so a big result is not held twice.
+    pub fn time_series(&self) -> TimeSeries<'_> {
+        TimeSeries {
+            flow_samples: &self.rec.flow_samples,
+            queue_samples: &self.rec.queue_samples,
+            media_samples: &self.rec.media_samples,
+        }
+    }
+
+    /// [`Sim::results`] without the time series and the packet trace (left empty).
+    pub fn summaries(&mut self) -> Results {
         // Holds by construction (the fabric counts every packet once); tests check it on every
         // run they make, and a release build does not stop a user's run over it.
         let c = self.packet_counts();
@@ -509,12 +531,12 @@ impl Sim {
             duration_s,
             flows: self.tcp.summaries(net, duration_s),
             media_flows: self.media.summaries(net, duration_s),
-            media_samples: self.rec.media_samples.clone(),
+            media_samples: Vec::new(),
             udp_flows: self.udp.summaries(net, duration_s),
             links,
-            flow_samples: self.rec.flow_samples.clone(),
-            queue_samples: self.rec.queue_samples.clone(),
-            packet_events: self.fabric.taps.trace.clone().unwrap_or_default(),
+            flow_samples: Vec::new(),
+            queue_samples: Vec::new(),
+            packet_events: Vec::new(),
             packets: self.packet_counts(),
             events: self.sched.events_run(),
             sampling_stopped_at_s: self.rec.stopped_at.map(|t| t.as_secs_f64()),
