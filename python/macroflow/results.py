@@ -55,7 +55,10 @@ def _fingerprint() -> str:
     the engine or edit of the Python code that makes or checks runs changes it."""
     import macroflow._native as native
 
-    h = hashlib.sha256(pathlib.Path(str(native.__file__)).read_bytes())
+    h = hashlib.sha256()
+    with open(str(native.__file__), "rb") as f:  # in chunks: the library is tens of MB
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
     for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
