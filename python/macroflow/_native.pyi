@@ -578,8 +578,9 @@ class Simulation:
     ) -> int:
         """A TCP flow; bulk when ``size_bytes`` is None. ``cc``: ``newreno`` (1/cwnd per ACK, as ns-2
         and ns-3), ``newreno_abc`` (RFC 3465 counting of acknowledged segments, as Linux),
-        ``cubic`` (RFC 9438), ``ledbat`` (RFC 6817) or ``vegas`` (Linux tcp_vegas); the list is
-        ``CONGESTION_CONTROLS``."""
+        ``cubic`` (RFC 9438), ``ledbat`` (RFC 6817), ``vegas`` (Linux tcp_vegas) or ``reno_int``
+        (Linux Reno with whole-packet windows, the only kind an integer-mode coupling group,
+        ``ccc_int``, accepts); the list is ``CONGESTION_CONTROLS``."""
     def add_udp_flow(
         self,
         src: int,

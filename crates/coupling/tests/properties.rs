@@ -803,10 +803,11 @@ fn run_reno<A: Arith>(
             if must_reduce {
                 // (When every connection has now timed out, the restart sets the aggregate to the
                 // windows they have, which may be no smaller.)
-                // An aggregate already at 0 (the integer mode floors 1 / 2 to 0) has nothing
-                // left to reduce; the reduction is still counted.
+                // An aggregate of one packet in the integer mode has nothing left to reduce (its
+                // reduction stops at one packet: 0 would read as "no loss yet"); the reduction
+                // is still counted.
                 prop_assert!(
-                    reduced >= 1 && (sum < sum_before || may_reduce || sum_before == 0.0),
+                    reduced >= 1 && (sum < sum_before || may_reduce || (int && sum_before <= 1.0)),
                     "{:?} began a loss event but {} -> {}",
                     op,
                     sum_before,
@@ -1029,8 +1030,9 @@ struct Agreement {
 }
 
 /// The float and the integer mode, each with its own whole-packet senders, given the same ops.
-/// Always equal: whether an UPDATE is answered (none in FR), the connections and their
-/// priorities (exactly representable here). Equal until rounding moves a threshold (a timed-out
+/// Both accept every op (no error, no panic), and hold the same connections with the same
+/// priorities (exactly representable here); whether an UPDATE is answered is checked too, though
+/// it follows from the ops (no answer in FR). Equal until rounding moves a threshold (a timed-out
 /// connection counts as back at its share when within a packet of it, the aggregate's slow start
 /// ends at its ssthresh): the CoCo, the loss events and the connections' states; the returned
 /// [`Agreement`] counts the ops after which they differ, for the test to bound.
@@ -1062,8 +1064,8 @@ fn run_both(handover: bool, ops: &[(usize, RenoOp)]) -> Result<Agreement, TestCa
 }
 
 /// Both modes over 2,000 seeded random sequences: the share of ops after which their decisions
-/// differ, and how far their aggregates drift apart (printed). Measured (seed [14; 32]): 4.5 % of
-/// ops without handover, 6.1 % with; the largest gap of a sequence is 0 at the median and 9 % of
+/// differ, and how far their aggregates drift apart (printed). Measured (seed [14; 32]): 4.4 % of
+/// ops without handover, 6.0 % with; the largest gap of a sequence is 0 at the median and 9 % of
 /// the aggregate at the 90th percentile. Once a threshold decision differs (a timed-out
 /// connection back within a packet of its floored share, say) the two are different, equally
 /// valid executions, and their windows part: so the bounds are on how often, not on how far.
@@ -1134,7 +1136,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
 
     #[test]
-    fn ccc_int_answers_when_ccc_answers(ops in prop::collection::vec(both_op(), 1..120), handover in any::<bool>()) {
+    fn ccc_int_runs_every_sequence_ccc_runs(ops in prop::collection::vec(both_op(), 1..120), handover in any::<bool>()) {
         run_both(handover, &ops)?;
     }
 }

@@ -265,8 +265,9 @@ fn ledbat_and_tcp_coupled_share_by_priority() {
 /// one ctrlTCP group, run in each arithmetic: `newreno_abc` (Linux's rule in f64) with `ccc`, and
 /// `reno_int` (whole packets, `snd_cwnd_cnt`) with `ccc_int`. Measured: aggregates 9.627 and
 /// 9.634 Mbit/s, shares within 0.002 of each other; every window of the integer run is whole.
-/// (A whole-packet sender under the float coupler is the mix to avoid: it drops the fraction of
-/// every window it is told, and got 3.7 % less.)
+/// (A whole-packet sender under the float coupler drops the fraction of every window it is told,
+/// and got 3.7 % less; the opposite mix, a fractional controller in an integer group, would never
+/// grow and is refused: see the next test.)
 #[test]
 fn the_integer_mode_splits_as_the_float_mode_does() {
     let run = |int: bool| {
@@ -314,4 +315,41 @@ fn the_integer_mode_splits_as_the_float_mode_does() {
             "flow {i}: share {shi:.3}"
         );
     }
+}
+
+/// Review of issue 14: an integer-mode group's answers are whole packets, so a controller that
+/// grows by fractions (NewReno's 1/cwnd) would have its growth dropped on every ACK and never
+/// grow; such a flow, and a priority the integer mode cannot hold, are refused when coupled,
+/// naming the field, and nothing changes.
+#[test]
+fn an_integer_group_refuses_fractional_controllers_and_tiny_priorities() {
+    let (mut sim, d) = setup(2);
+    let g = sim.add_coupling_group(CouplerKind::Ccc {
+        handover: false,
+        int: true,
+    });
+    let f = sim
+        .add_tcp_flow(TcpFlowConfig::bulk(d.senders[0], d.receivers[0]))
+        .unwrap();
+    let e = sim.couple(f, g, 1.0).unwrap_err().to_string();
+    assert!(
+        e.contains("flow[0].cc") && e.contains("newreno") && e.contains("reno_int"),
+        "{e}"
+    );
+    let mut c = TcpFlowConfig::bulk(d.senders[1], d.receivers[1]);
+    c.cc = sim::transport::cc::CcKind::named("reno_int");
+    let h = sim.add_tcp_flow(c).unwrap();
+    let e = sim.couple(h, g, 1e-6).unwrap_err().to_string();
+    assert!(e.contains("priority") && e.contains("1/65536"), "{e}");
+    sim.couple(h, g, 1.0).unwrap();
+    let e = sim
+        .schedule_priority(Instant::from_secs(1), h, 1e-6)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1/65536"), "{e}");
+    // A float group takes either.
+    let fg = sim.add_coupling_group(CouplerKind::ccc(false));
+    sim.couple(f, fg, 1e-6).unwrap();
+    sim.run_until(Instant::from_secs(5));
+    assert_eq!(sim.coupling_errors(), 0);
 }

@@ -11,6 +11,11 @@
 //!
 //! The coupling algorithm (`ccc.rs`) is written once, generic over [`Arith`]; tests run the two
 //! against each other.
+//!
+//! The integer mode compares windows with the *floored* share (whether a connection is behind its
+//! share, holds more than half of it): what a kernel program that computes the share once can do
+//! without 128-bit products. Against the float rule that is up to a packet looser when the share
+//! is fractional, the main reason the two modes' decisions sometimes part (`tests/properties.rs`).
 
 use super::TcpUpdate;
 use crate::error::Error;
@@ -20,6 +25,11 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 /// One priority in the integer mode is this many units: priorities are kept to 1/65,536.
 pub const PRIORITY_SCALE: u64 = 1 << 16;
+/// The smallest priority the integer mode represents (one unit); a smaller one is refused.
+pub const MIN_INT_PRIORITY: f64 = 1.0 / PRIORITY_SCALE as f64;
+/// The largest window the integer mode holds: the kernel's `u32` `snd_cwnd` (larger ones are
+/// held at it).
+pub const MAX_INT_WINDOW_PKTS: u64 = u32::MAX as u64;
 
 /// How windows, priorities and their sums are represented and combined.
 pub trait Arith: Copy + Debug + Default + Send + Sync + 'static {
@@ -69,6 +79,9 @@ pub trait Arith: Copy + Debug + Default + Send + Sync + 'static {
     fn reduce(sum: Self::W, ssthresh: Self::W, told: Self::W) -> Self::W;
     /// `2 * w`.
     fn double(w: Self::W) -> Self::W;
+    /// `a + b`, saturating in the integer mode (an aggregate grown by reports of huge windows
+    /// must not wrap).
+    fn add(a: Self::W, b: Self::W) -> Self::W;
 }
 
 /// `f64` windows and priorities: the simulator's default.
@@ -133,6 +146,9 @@ impl Arith for Float {
     fn double(w: f64) -> f64 {
         2.0 * w
     }
+    fn add(a: f64, b: f64) -> f64 {
+        a + b
+    }
 }
 
 impl Arith for Int {
@@ -146,16 +162,16 @@ impl Arith for Int {
         n
     }
     fn window(pkts: f64) -> u64 {
-        // Checked finite and in 0..=1e15 by the caller: the cast is exact after flooring.
-        pkts.floor() as u64
+        // Checked finite and in 0..=1e15 by the caller; held to the kernel's u32 snd_cwnd, so an
+        // aggregate of windows fits u64 and a share's product u128.
+        (pkts.floor() as u64).min(MAX_INT_WINDOW_PKTS)
     }
     fn pkts(w: u64) -> f64 {
         w as f64
     }
     fn priority(p: f64) -> Result<u64, Error> {
-        let scaled = (p * PRIORITY_SCALE as f64).round();
-        if scaled >= 1.0 {
-            Ok(scaled as u64)
+        if p >= MIN_INT_PRIORITY {
+            Ok((p * PRIORITY_SCALE as f64).round() as u64)
         } else {
             Err(Error::InvalidValue {
                 field: "priority",
@@ -192,14 +208,20 @@ impl Arith for Int {
     }
     fn reduce(sum: u64, ssthresh: u64, told: u64) -> u64 {
         // beta = ssthresh / told when that is in [1/2, 1): compared without dividing.
-        if told >= 4 && ssthresh > 0 && ssthresh < told && 2 * ssthresh >= told {
+        let r = if told >= 4 && ssthresh > 0 && ssthresh < told && 2 * ssthresh >= told {
             Int::scale(sum, ssthresh, told)
         } else {
             sum / 2
-        }
+        };
+        // At least a packet: an aggregate ssthresh of 0 would read as "no loss yet" (ccc.rs),
+        // where the float mode's halving never reaches 0.
+        r.max(sum.min(1))
     }
     fn double(w: u64) -> u64 {
-        2 * w
+        w.saturating_mul(2)
+    }
+    fn add(a: u64, b: u64) -> u64 {
+        a.saturating_add(b)
     }
 }
 
@@ -297,6 +319,14 @@ mod tests {
         assert_eq!(Int::reduce(100, 14, 20), 70);
         assert_eq!(Int::reduce(100, 4, 15), 50);
         assert_eq!(Int::reduce(101, 1, 2), 50, "a window under 4: 1/2");
+        assert_eq!(
+            (Int::reduce(1, 1, 2), Int::reduce(0, 1, 2)),
+            (1, 0),
+            "never to 0 from 1"
+        );
+        assert!(Int::priority(1.0 / 65536.0).is_ok() && Int::priority(0.9 / 65536.0).is_err());
+        assert_eq!(Int::window(1e15), u32::MAX as u64);
+        assert_eq!(Int::add(u64::MAX - 1, 5), u64::MAX);
         assert_eq!(Float::reduce(100.0, 14.0, 20.0), 70.0);
         assert_eq!(Float::reduce(100.0, 4.0, 15.0), 50.0);
     }

@@ -87,8 +87,10 @@
 //!    which has no clock of its own).
 //! 9. **Floors and priorities:** a connection is never told less than one segment of cwnd
 //!    ([`super::MIN_CWND_PKTS`]: a smaller share would stall it for good) nor less than two of
-//!    ssthresh (RFC 5681). Shares are `(P / sum_P) * sum`, so every accepted priority (down to
-//!    5e-324, up to 1e12) gives a finite share no larger than the aggregate.
+//!    ssthresh (RFC 5681). In the float mode shares are `(P / sum_P) * sum`, so every accepted
+//!    priority (down to 5e-324, up to 1e12) gives a finite share no larger than the aggregate; the
+//!    integer mode ([`super::arith::Int`]) computes `floor(P * sum / sum_P)` exactly in 128 bits,
+//!    with priorities of at least 2^-16.
 
 use super::arith::{
     self, allowance, bounded, max, min, min_cwnd, ssthresh_share, Arith, Float, Int, Report,
@@ -345,7 +347,7 @@ impl<A: Arith> Ccc<A> {
                 .slots
                 .iter()
                 .flatten()
-                .fold(A::count(0), |s, c| s + c.cwnd);
+                .fold(A::count(0), |s, c| A::add(s, c.cwnd));
             if self.sum_ssthresh <= A::count(0) {
                 self.sum_ssthresh = self.sum_cwnd;
             }
@@ -391,7 +393,7 @@ impl<A: Arith> Ccc<A> {
                 // Line 18, unless the increase only brings the CoCo back towards its share (item 4)
                 // or clocks a joiner (item 8).
                 if !self.behind(slot) && self.handovers.is_empty() {
-                    self.sum_cwnd += r.cwnd - stored;
+                    self.sum_cwnd = A::add(self.sum_cwnd, r.cwnd - stored);
                 }
             }
             TcpState::SlowStart => {
@@ -421,7 +423,7 @@ impl<A: Arith> Ccc<A> {
             && self.handovers.is_empty()
             && (self.sum_ssthresh <= A::count(0) || self.sum_cwnd < self.sum_ssthresh);
         if slow_start && r.cwnd > c.cwnd && A::double(c.cwnd) > self.share_of(slot) {
-            self.sum_cwnd += r.cwnd - c.cwnd;
+            self.sum_cwnd = A::add(self.sum_cwnd, r.cwnd - c.cwnd);
         }
     }
 
@@ -518,7 +520,7 @@ impl<A: Arith> TcpCoupler for Ccc<A> {
         let seq = self.next_seq;
         self.next_seq += 1;
         A::psum_add(&mut self.sum_p, priority);
-        self.sum_cwnd += r.cwnd;
+        self.sum_cwnd = A::add(self.sum_cwnd, r.cwnd);
         let target = A::share(priority, self.sum_cwnd, &self.sum_p);
         let normal = self.ssthresh_for(priority, r.ssthresh);
         // A joiner in handover starts with one segment (counted as released): with none it would
@@ -718,7 +720,7 @@ impl<A: Arith> TcpCoupler for Ccc<A> {
                 // Lines 5-9: one more segment for the joiner (on top of what it has: never a burst).
                 if h.acks % n == 0 {
                     h.released += 1;
-                    c.cwnd += A::count(1);
+                    c.cwnd = A::add(c.cwnd, A::count(1));
                     release = true;
                 }
                 h.acks += 1;

@@ -3,16 +3,19 @@
 //! Every coupler implements [`TcpCoupler`]: a connection registers (cid, P, cwnd, ssthresh),
 //! calls UPDATE (cwnd, ssthresh, state, timeout) every time its controller changes cwnd, and leaves
 //! (seed 003 Fig. 9.1). The answer is the cwnd and ssthresh the connection uses from then on; no
-//! answer while the connection is in Fast Recovery. The three couplers:
+//! answer while the connection is in Fast Recovery. The couplers ([`CouplerKind::ALL`]):
 //!
 //! - [`TcpCcc`]: ctrlTCP / TCP-CCC (seed 003 Algorithms 5, 6, 7), optionally with the ack-clocked
-//!   handover of a joining connection's share (Algorithm 4).
+//!   handover of a joining connection's share (Algorithm 4); [`TcpCccInt`] is the same algorithm
+//!   in the integer window mode.
 //! - [`ETcp`] and [`Efcm`]: the baselines of seed 003 sec. 9.2, with the faults the dissertation
 //!   describes, so experiments can show the difference.
 //!
-//! Windows are in packets (segments) as `f64`, as ns-2's TCP keeps them; a connection must use the
-//! window it was given exactly, because the coordinating connection's next report is compared with
-//! it to tell an increase from a decrease.
+//! Windows are in packets (segments) as `f64`, as ns-2's TCP keeps them, except in ctrlTCP's
+//! integer window mode ([`TcpCccInt`], [`arith`]): whole packets and scaled-integer priorities, the
+//! kernel's arithmetic (its senders must keep whole windows too, as Linux does). A connection must
+//! use the window it was given exactly, because the coordinating connection's next report is
+//! compared with it to tell an increase from a decrease.
 //!
 //! **No coupler answer may cause a burst** (issue 11): a coupler never tells a connection a window
 //! larger than `max(its own cwnd, its packets in flight + max_burst_pkts)` (see [`allowance`]; by

@@ -325,6 +325,21 @@ impl Sim {
             ));
         }
         check_priority(&name, priority)?;
+        if let (Some(CouplerKind::Ccc { int: true, .. }), Some((cc, _))) =
+            (self.tcp_coupling.kind(group), self.tcp.cc_and_group(flow))
+        {
+            // The integer window mode's answers are whole packets: a controller growing by
+            // fractions of a packet would never grow (issue 14 review).
+            if !cc.whole_packets() {
+                return Err(SimError::invalid(
+                    format!("flow[{flow}].cc"),
+                    cc.name(),
+                    "a controller that keeps whole-packet windows, such as reno_int, in an \
+                     integer-mode group (ccc_int, ccc_handover_int)",
+                ));
+            }
+            check_int_priority(&name, priority)?;
+        }
         self.tcp.couple(flow, group, priority)
     }
 
@@ -345,6 +360,11 @@ impl Sim {
             return Err(SimError::invalid(name, flow, "a coupled flow"));
         }
         check_priority(&name, priority)?;
+        if let Some((_, Some(g))) = self.tcp.cc_and_group(flow) {
+            if let Some(CouplerKind::Ccc { int: true, .. }) = self.tcp_coupling.kind(g) {
+                check_int_priority(&name, priority)?;
+            }
+        }
         let i = self.tcp.push_change(flow, priority);
         self.sched.schedule(at, Event::SetPriority(i));
         Ok(())
@@ -610,6 +630,18 @@ pub(crate) fn check_endpoints(
 }
 
 /// A coupling priority in (0, 1e12], as the couplers take it; the error names `{name}.priority`.
+/// A priority an integer-mode group can hold (at least 2^-16).
+fn check_int_priority(name: &str, priority: f64) -> Result<(), SimError> {
+    if priority < ::coupling::tcp::arith::MIN_INT_PRIORITY {
+        return Err(SimError::invalid(
+            format!("{name}.priority"),
+            priority,
+            "a priority >= 1/65536 in an integer-mode group (kept in units of 2^-16)",
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_priority(name: &str, priority: f64) -> Result<(), SimError> {
     ::coupling::units::check_priority(priority)
         .map(|_| ())

@@ -220,6 +220,13 @@ impl TcpFlows {
         self.flows.get(flow as usize).map(|f| f.coupling.is_some())
     }
 
+    /// The flow's congestion control and, if coupled, its group.
+    pub fn cc_and_group(&self, flow: u32) -> Option<(CcKind, Option<usize>)> {
+        self.flows
+            .get(flow as usize)
+            .map(|f| (f.cc, f.coupling.map(|(g, _)| g)))
+    }
+
     /// Keeps a priority change for its event; returns the event's index.
     pub fn push_change(&mut self, flow: u32, priority: f64) -> u32 {
         self.changes.push((flow, priority));

@@ -189,6 +189,21 @@ impl CongestionControl for RenoInt {
         ((whole(tp.cwnd) >> 1).max(2)) as f64
     }
 
+    /// Linux zeroes `snd_cwnd_cnt` on entering recovery (`tcp_init_cwnd_reduction`): credit
+    /// earned before a loss does not count after it.
+    fn set_state(&mut self, _tp: &mut TcpCc, new: CaState) {
+        if new == CaState::Recovery {
+            self.cnt = 0;
+        }
+    }
+
+    /// ... and on every retransmission timeout (`tcp_enter_loss`).
+    fn cwnd_event(&mut self, _tp: &mut TcpCc, ev: CwndEvent) {
+        if ev == CwndEvent::Loss {
+            self.cnt = 0;
+        }
+    }
+
     fn cong_avoid(&mut self, tp: &mut TcpCc, ack: &AckSample) {
         let mut cwnd = whole(tp.cwnd);
         let ssthresh = whole(tp.ssthresh);
@@ -233,6 +248,10 @@ pub struct CcEntry {
     pub name: &'static str,
     /// One line for listings and docs.
     pub about: &'static str,
+    /// Keeps its window a whole number of packets (as the kernel does): the only kind a coupling
+    /// group in the integer window mode (`ccc_int`) accepts, since that group's answers drop a
+    /// fraction and a controller growing by fractions would never grow.
+    pub whole_packets: bool,
     build: fn() -> Box<dyn CongestionControl>,
 }
 
@@ -240,12 +259,12 @@ pub struct CcEntry {
 /// the docs read. A new controller is its file plus one line here.
 #[rustfmt::skip]
 pub static CONGESTION_CONTROLS: &[CcEntry] = &[
-    CcEntry { name: "newreno", about: "RFC 5681/6582 NewReno, a/cwnd per ACK (ns-2's and ns-3's rule)", build: || Box::new(NewReno) },
-    CcEntry { name: "newreno_abc", about: "NewReno counting acknowledged segments (RFC 3465, Linux tcp_reno_cong_avoid)", build: || Box::new(NewRenoAbc) },
-    CcEntry { name: "cubic", about: "CUBIC (RFC 9438, Linux bic_tcp without HyStart)", build: || Box::new(crate::transport::cubic::Cubic::default()) },
-    CcEntry { name: "ledbat", about: "LEDBAT (RFC 6817) with its default parameters", build: || Box::new(crate::transport::ledbat::Ledbat::default()) },
-    CcEntry { name: "vegas", about: "TCP Vegas (Brakmo and Peterson 1995), as Linux tcp_vegas", build: || Box::new(crate::transport::vegas::Vegas::default()) },
-    CcEntry { name: "reno_int", about: "Linux Reno with whole-packet windows and snd_cwnd_cnt (tcp_reno_cong_avoid), for ccc_int", build: || Box::new(RenoInt::default()) },
+    CcEntry { name: "newreno", about: "RFC 5681/6582 NewReno, a/cwnd per ACK (ns-2's and ns-3's rule)", whole_packets: false, build: || Box::new(NewReno) },
+    CcEntry { name: "newreno_abc", about: "NewReno counting acknowledged segments (RFC 3465, Linux tcp_reno_cong_avoid)", whole_packets: false, build: || Box::new(NewRenoAbc) },
+    CcEntry { name: "cubic", about: "CUBIC (RFC 9438, Linux bic_tcp without HyStart)", whole_packets: false, build: || Box::new(crate::transport::cubic::Cubic::default()) },
+    CcEntry { name: "ledbat", about: "LEDBAT (RFC 6817) with its default parameters", whole_packets: false, build: || Box::new(crate::transport::ledbat::Ledbat::default()) },
+    CcEntry { name: "vegas", about: "TCP Vegas (Brakmo and Peterson 1995), as Linux tcp_vegas", whole_packets: false, build: || Box::new(crate::transport::vegas::Vegas::default()) },
+    CcEntry { name: "reno_int", about: "Linux Reno with whole-packet windows and snd_cwnd_cnt (tcp_reno_cong_avoid), for ccc_int", whole_packets: true, build: || Box::new(RenoInt::default()) },
 ];
 
 /// Which congestion control a flow runs: an entry of [`CONGESTION_CONTROLS`].
@@ -281,6 +300,11 @@ impl CcKind {
 
     pub fn name(self) -> &'static str {
         self.0.name
+    }
+
+    /// See [`CcEntry::whole_packets`].
+    pub fn whole_packets(self) -> bool {
+        self.0.whole_packets
     }
 
     pub fn from_name(name: &str) -> Option<CcKind> {
@@ -386,7 +410,7 @@ mod tests {
         assert_eq!((t.cwnd, cc.cnt), (11.0, 0), "10 acknowledged at w = 10: +1");
         cc.cong_avoid(&mut t, &ack(25));
         assert_eq!((t.cwnd, cc.cnt), (13.0, 3), "25 = 2 * 11 + 3");
-        t.cwnd = 2.0; // a coupler's answer, or a loss, shrank it
+        t.cwnd = 2.0; // a coupler's answer shrank it
         t.ssthresh = 2.0;
         cc.cong_avoid(&mut t, &ack(1));
         assert_eq!(
@@ -394,6 +418,14 @@ mod tests {
             (3.0, 1),
             "the credit of 3 >= 2 applied gently as one"
         );
+        // A loss zeroes the credit, as tcp_enter_loss and tcp_init_cwnd_reduction do.
+        cc.cong_avoid(&mut t, &ack(1));
+        assert_eq!(cc.cnt, 2);
+        cc.cwnd_event(&mut t, CwndEvent::Loss);
+        assert_eq!(cc.cnt, 0);
+        cc.cnt = 2;
+        cc.set_state(&mut t, CaState::Recovery);
+        assert_eq!(cc.cnt, 0);
         assert_eq!(cc.ssthresh(&tp(13.0, 1e9)), 6.0);
         assert_eq!(cc.ssthresh(&tp(3.0, 1e9)), 2.0);
         assert!(t.cwnd.fract() == 0.0);

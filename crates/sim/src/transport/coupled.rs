@@ -54,6 +54,8 @@ impl CouplingErrors {
 #[derive(Debug, Default)]
 pub struct CouplingGroups {
     groups: Vec<Box<dyn TcpCoupler>>,
+    /// Each group's kind (`None`: a coupler given directly, [`Self::add_coupler`]).
+    kinds: Vec<Option<CouplerKind>>,
     /// Segments released to joining connections by the latest ACK (Algorithm 4).
     releases: Vec<Release>,
     pub errors: CouplingErrors,
@@ -61,13 +63,21 @@ pub struct CouplingGroups {
 
 impl CouplingGroups {
     pub fn add_group(&mut self, kind: CouplerKind) -> usize {
-        self.add_coupler(kind.build())
+        let g = self.add_coupler(kind.build());
+        self.kinds[g] = Some(kind);
+        g
     }
 
     /// A group run by any coupler (one of `crates/coupling`'s, or a wrapper around one).
     pub fn add_coupler(&mut self, coupler: Box<dyn TcpCoupler>) -> usize {
         self.groups.push(coupler);
+        self.kinds.push(None);
         self.groups.len() - 1
+    }
+
+    /// The kind `group` was added with.
+    pub fn kind(&self, group: usize) -> Option<CouplerKind> {
+        self.kinds.get(group).copied().flatten()
     }
 
     pub fn len(&self) -> usize {
@@ -173,7 +183,12 @@ impl Coupled {
     pub fn init(&mut self, tp: &mut TcpCc, g: &mut CouplingGroups) {
         self.inner.init(tp);
         let Some(seat) = self.seat else { return };
-        match g.groups[seat.group].register(self.conn, seat.priority, tp.cwnd, tp.ssthresh) {
+        let Some(group) = g.groups.get_mut(seat.group) else {
+            g.errors.register += 1; // no such group: counted, and it runs uncoupled
+            self.seat = None;
+            return;
+        };
+        match group.register(self.conn, seat.priority, tp.cwnd, tp.ssthresh) {
             Ok(r) => {
                 let state = coupling_state(tp);
                 tp.cwnd = r.cwnd_pkts;
