@@ -564,6 +564,20 @@ struct Reno {
 }
 
 impl Reno {
+    /// A sender joining a group, before it is told its window (whole packets with `int`).
+    fn joining(int: bool) -> Self {
+        Reno {
+            int,
+            cnt: 0.0,
+            cwnd: 0.0,
+            ssthresh: 1e9,
+            fr: false,
+            in_flight: 0.0,
+            rto_pending: false,
+            fr_epoch: 0,
+        }
+    }
+
     fn state(&self) -> TcpState {
         if self.fr {
             TcpState::FastRecovery
@@ -662,16 +676,7 @@ fn run_reno<A: Arith>(
                     op,
                     r
                 );
-                let mut s = Reno {
-                    int,
-                    cnt: 0.0,
-                    cwnd: 0.0,
-                    ssthresh: 1e9,
-                    fr: false,
-                    in_flight: 0.0,
-                    rto_pending: false,
-                    fr_epoch: 0,
-                };
+                let mut s = Reno::joining(int);
                 s.apply(r.cwnd_pkts, r.ssthresh_pkts);
                 senders[i] = Some(s);
                 prop_assert!(g!().sum_cwnd() >= sum_before - EPS);
@@ -918,16 +923,7 @@ impl<A: Arith> Side<A> {
         let Some(s) = self.senders[i].as_mut() else {
             if let RenoOp::Join { p, iw } = *op {
                 let r = self.g.register(id, p, iw.floor().max(1.0), 1e9).unwrap();
-                let mut s = Reno {
-                    int: true,
-                    cnt: 0.0,
-                    cwnd: 0.0,
-                    ssthresh: 1e9,
-                    fr: false,
-                    in_flight: 0.0,
-                    rto_pending: false,
-                    fr_epoch: 0,
-                };
+                let mut s = Reno::joining(true);
                 s.apply(r.cwnd_pkts, r.ssthresh_pkts);
                 self.senders[i] = Some(s);
             }

@@ -347,6 +347,17 @@ mod tests {
         assert_eq!(CcKind::from_name("bbr"), None);
     }
 
+    /// An ACK of `acked` segments, without delay samples.
+    fn ack(acked: u32) -> AckSample {
+        AckSample {
+            ack_seq: 0,
+            acked,
+            rtt: None,
+            one_way_delay: None,
+            now: Instant::ZERO,
+        }
+    }
+
     fn tp(cwnd: f64, ssthresh: f64) -> TcpCc {
         TcpCc {
             snd_nxt: 0,
@@ -389,13 +400,6 @@ mod tests {
     /// whatever the ACK size; credit earned at a larger window is applied as one packet.
     #[test]
     fn reno_int_keeps_whole_packets_as_linux_does() {
-        let ack = |acked| AckSample {
-            ack_seq: 0,
-            acked,
-            rtt: None,
-            one_way_delay: None,
-            now: Instant::ZERO,
-        };
         let mut cc = RenoInt::default();
         let mut t = tp(8.0, 10.0);
         cc.cong_avoid(&mut t, &ack(3));
@@ -466,13 +470,6 @@ mod tests {
     /// of the ACK going to congestion avoidance.
     #[test]
     fn newreno_abc_counts_acknowledged_segments() {
-        let ack = |acked| AckSample {
-            ack_seq: 0,
-            acked,
-            rtt: None,
-            one_way_delay: None,
-            now: Instant::ZERO,
-        };
         for per_ack in [1u32, 2] {
             // One RTT of congestion avoidance at cwnd 20: 20 segments acknowledged.
             let mut t = tp(20.0, 5.0);
