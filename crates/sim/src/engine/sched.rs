@@ -102,6 +102,9 @@ pub(crate) struct Scheduler {
     in_ring: usize,
     far: BinaryHeap<Reverse<(u64, u64, Event)>>,
     far_seq: u64,
+    /// The far heap's first time (`u64::MAX` when it is empty), kept apart from the heap for the
+    /// comparison every event makes.
+    far_first: u64,
     tuning: Tuning,
     events_run: u64,
     /// Events run since the clock last moved.
@@ -139,6 +142,7 @@ impl Default for Scheduler {
             in_ring: 0,
             far: BinaryHeap::new(),
             far_seq: 0,
+            far_first: u64::MAX,
             tuning: Tuning::default(),
             events_run: 0,
             at_this_instant: 0,
@@ -164,6 +168,7 @@ impl Scheduler {
         if slot.wrapping_sub(self.base >> self.shift) >= u64::from(BUCKETS) {
             self.far_seq += 1;
             self.far.push(Reverse((t, self.far_seq, ev)));
+            self.far_first = self.far_first.min(t);
             return;
         }
         let b = (slot % u64::from(BUCKETS)) as usize;
@@ -219,14 +224,13 @@ impl Scheduler {
     /// The next event's time and where it is: `Some(bucket)` in the ring, `None` in the far heap.
     #[inline(always)]
     fn next(&self) -> Option<(u64, Option<usize>)> {
-        let ring = self
-            .first_bucket()
-            .map(|b| (self.nodes[self.first[b] as usize].t, Some(b)));
-        match (ring, self.far.peek()) {
-            (Some(r), Some(&Reverse((t, _, _)))) if t > r.0 => Some(r),
-            (_, Some(&Reverse((t, _, _)))) => Some((t, None)),
-            (r, None) => r,
+        if let Some(b) = self.first_bucket() {
+            let t = self.nodes[self.first[b] as usize].t;
+            if t < self.far_first || self.far.is_empty() {
+                return Some((t, Some(b)));
+            }
         }
+        (!self.far.is_empty()).then_some((self.far_first, None))
     }
 
     /// Removes the next event (known to be in `bucket`, or in the far heap if `None`).
@@ -248,6 +252,7 @@ impl Scheduler {
             }
             None => {
                 let Reverse((t, _, ev)) = self.far.pop().expect("the far heap has the event");
+                self.far_first = self.far.peek().map_or(u64::MAX, |&Reverse((t, _, _))| t);
                 (t, ev)
             }
         }
