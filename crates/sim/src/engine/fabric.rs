@@ -150,16 +150,9 @@ impl Fabric {
         sched: &mut Scheduler,
         rng: &mut SimRng,
     ) {
-        let p = *self.pool.get(id);
-        self.taps.trace(now, PacketEventKind::Enqueue, link.0, &p);
-        let l = &mut self.net.links[link.0 as usize];
-        l.stats.offered_pkts += 1;
-        if l.transmitting.is_none() && l.queue.bypass_when_idle() {
-            // A plain FIFO at an idle link: in and straight out again (see Queue::bypass_when_idle).
-            self.start_tx(link, id, p.size_bytes, now, sched);
-            return;
-        }
-        l.account_queue(now);
+        let p = self.pool.get(id);
+        self.taps.trace(now, PacketEventKind::Enqueue, link.0, p);
+        // The fields the queue sees (not a copy of the whole packet).
         let item = QItem {
             id,
             size_bytes: p.size_bytes,
@@ -167,6 +160,14 @@ impl Fabric {
             dscp: p.dscp,
             color: p.color,
         };
+        let l = &mut self.net.links[link.0 as usize];
+        l.stats.offered_pkts += 1;
+        if l.transmitting.is_none() && l.queue.bypass_when_idle() {
+            // A plain FIFO at an idle link: in and straight out again (see Queue::bypass_when_idle).
+            self.start_tx(link, id, item.size_bytes, now, sched);
+            return;
+        }
+        l.account_queue(now);
         let dropped = l.queue.enqueue(item, now, rng);
         if let Some(d) = dropped {
             let l = &mut self.net.links[link.0 as usize];
@@ -207,7 +208,7 @@ impl Fabric {
         }
         let l = &mut self.net.links[link.0 as usize];
         l.transmitting = Some(id);
-        let tx = l.tx_time(size);
+        let tx = l.tx_time_memo(size);
         l.stats.busy_ns += tx.as_nanos();
         l.stats.tx_pkts += 1;
         l.stats.tx_bytes += size as u64;

@@ -379,14 +379,15 @@ impl Sim {
     /// clock is then `end`). A caller that must stay responsive (Ctrl-C from Python) runs a long
     /// stretch of simulated time in bounded chunks of work this way.
     pub fn run_some(&mut self, end: Instant, max_events: u64) -> bool {
-        let mut n = 0u64;
-        while self.sched.has_due(end) {
-            if n == max_events {
-                return false;
-            }
-            n += 1;
-            let ev = self.sched.pop_due(end).expect("an event is due");
+        for _ in 0..max_events {
+            let Some(ev) = self.sched.pop_due(end) else {
+                self.sched.advance_to(end);
+                return true;
+            };
             self.dispatch(ev);
+        }
+        if self.sched.has_due(end) {
+            return false;
         }
         self.sched.advance_to(end);
         true

@@ -53,6 +53,9 @@ pub struct Link {
     pub(crate) pipe: VecDeque<(Instant, PacketId)>,
     pub stats: LinkStats,
     last_queue_change: Instant,
+    /// The last serialization time computed: (bytes, rate, time), as a link carries packets of
+    /// one or two sizes (a division per packet saved).
+    last_tx: (u32, u64, Duration),
 }
 
 impl Link {
@@ -60,6 +63,14 @@ impl Link {
     pub fn tx_time(&self, bytes: u32) -> Duration {
         let bits = bytes as u128 * 8;
         Duration::from_nanos(((bits * 1_000_000_000).div_ceil(self.rate_bps as u128)) as u64)
+    }
+
+    /// [`Link::tx_time`], remembered for the last size.
+    pub(crate) fn tx_time_memo(&mut self, bytes: u32) -> Duration {
+        if (bytes, self.rate_bps) != (self.last_tx.0, self.last_tx.1) {
+            self.last_tx = (bytes, self.rate_bps, self.tx_time(bytes));
+        }
+        self.last_tx.2
     }
 
     pub fn queue_len_pkts(&self) -> usize {
@@ -73,8 +84,9 @@ impl Link {
     /// Call before every change of the queue's length: accumulates the time integral.
     pub(crate) fn account_queue(&mut self, now: Instant) {
         let dt = now.saturating_since(self.last_queue_change).as_nanos() as f64;
-        self.stats.queue_integral_pkt_ns += self.queue.len_pkts() as f64 * dt;
-        self.stats.queue_integral_byte_ns += self.queue.len_bytes() as f64 * dt;
+        let (pkts, bytes) = self.queue.lens();
+        self.stats.queue_integral_pkt_ns += pkts as f64 * dt;
+        self.stats.queue_integral_byte_ns += bytes as f64 * dt;
         self.last_queue_change = now;
     }
 
@@ -219,6 +231,8 @@ impl Network {
             pipe: VecDeque::new(),
             stats: LinkStats::default(),
             last_queue_change: Instant::ZERO,
+            // No link has rate 0: computed at the first packet.
+            last_tx: (0, 0, Duration::ZERO),
         });
         self.nodes[from.0 as usize].out.push(id);
         self.nodes[to.0 as usize].incoming.push(id);

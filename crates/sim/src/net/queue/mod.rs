@@ -57,6 +57,10 @@ pub trait Queue: std::fmt::Debug + Send {
     fn dequeue(&mut self, now: Instant) -> Option<QItem>;
     fn len_pkts(&self) -> usize;
     fn len_bytes(&self) -> u64;
+    /// Both lengths, packets and bytes (one call where both are wanted).
+    fn lens(&self) -> (usize, u64) {
+        (self.len_pkts(), self.len_bytes())
+    }
     /// An arrival at an idle link would go in and straight out again, with no other effect (a
     /// plain FIFO): the link may skip the queue. Disciplines with state (RED's average, a
     /// marker's bucket, random drop) must see every arrival and keep the default, false.
@@ -288,6 +292,10 @@ impl Queue for DropTail {
 
     fn len_bytes(&self) -> u64 {
         self.bytes
+    }
+
+    fn lens(&self) -> (usize, u64) {
+        (self.q.len(), self.bytes)
     }
 }
 
