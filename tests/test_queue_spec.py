@@ -136,6 +136,8 @@ def test_the_scenario_schema_embeds_the_queue_schema():
     ({"kind": "red", "limit_pkts": True}, "queue.limit_pkts: invalid type: boolean `true`"),
     ({"kind": "red", "limit_pkts": 10**30}, "queue.limit_pkts: invalid value: integer 1000000000000000000000000000000"),
     ({"kind": "drop_tail", "limit_pkts": object()}, "queue.limit_pkts: unsupported value <object"),
+    ({"kind": "drop_tail", "limit_pkts": set(range(10**5))}, "queue.limit_pkts: unsupported value {0, 1, 2"),
+    ({"kind": "drop_tail", "limit_pkts": 10**1000}, "queue.limit_pkts: invalid value: integer 1000000"),
     ({"kind": "random_drop", "p": float("nan"), "inner": {"kind": "drr", "limit_pkts": 1}}, "queue.p: got NaN"),
     ({"kind": "red", "limit_pkts": 10, "max_th_pkts": float("inf")}, "queue.max_th_pkts: got inf"),
     ({"kind": "loss_period", "p": 0.1, "start_s": float("inf"), "end_s": 1.0, "inner": {"kind": "drr", "limit_pkts": 1}},
@@ -154,7 +156,7 @@ def test_the_scenario_schema_embeds_the_queue_schema():
 def test_bad_values_name_their_path(spec, needle):
     with pytest.raises(SimulationError) as e:
         build(spec)
-    assert needle in str(e.value), str(e.value)
+    assert needle in str(e.value) and len(str(e.value)) < 300, str(e.value)
 
 
 def test_numpy_numbers_tuples_and_key_order_are_read():

@@ -110,6 +110,17 @@ impl<'py> Value<'py> {
     }
 }
 
+/// A value's `str()` for an error message, cut short.
+fn short(o: &Bound<'_, PyAny>) -> String {
+    const MAX: usize = 60;
+    let s = o.to_string();
+    if s.chars().count() > MAX {
+        s.chars().take(MAX).collect::<String>() + "..."
+    } else {
+        s
+    }
+}
+
 /// An integer: 64 bits hold every one the crates read.
 fn int<'de, V: Visitor<'de>>(o: &Bound<'_, PyAny>, v: V) -> Result<V::Value, Error> {
     if let Ok(x) = o.extract::<i64>() {
@@ -118,7 +129,7 @@ fn int<'de, V: Visitor<'de>>(o: &Bound<'_, PyAny>, v: V) -> Result<V::Value, Err
         v.visit_u64(x)
     } else {
         Err(de::Error::invalid_value(
-            Unexpected::Other(&format!("integer {o}")),
+            Unexpected::Other(&format!("integer {}", short(o))),
             &v,
         ))
     }
@@ -153,7 +164,7 @@ impl<'de, 'py> de::Deserializer<'de> for Value<'py> {
             Err(Error(format!(
                 "unsupported value {} of type {}: expected a dict, list, str, int, float, bool \
                  or None",
-                o.repr()?,
+                short(o),
                 o.get_type().name()?
             )))
         }

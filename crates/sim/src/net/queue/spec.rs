@@ -26,8 +26,9 @@
 
 use super::red::{RedConfig, RedThresholds};
 use super::rio::RioConfig;
-use super::MAX_QUEUE_PKTS;
-use super::{Limit, QueueConfig, WrrClass, DRR_DEFAULT_QUANTUM_BYTES, MAX_QUEUE_BYTES};
+use super::{
+    Limit, QueueConfig, WrrClass, DRR_DEFAULT_QUANTUM_BYTES, MAX_QUEUE_BYTES, MAX_QUEUE_PKTS,
+};
 use crate::error::SimError;
 use coupling::{Duration, Instant};
 use schemars::JsonSchema;
