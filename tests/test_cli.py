@@ -57,6 +57,11 @@ def test_cli_run_list_help_and_errors(tmp_path):
     assert r.returncode == 2 and "duration_s" in r.stderr and "bad.toml" in r.stderr
     r = cli("list")
     assert "scenarios/coupled_vs_uncoupled_dumbbell.toml" in r.stdout
+    # The queue kinds, from the simulator's registry, each with its keys from the schema.
+    from macroflow import QUEUE_KINDS
+    for kind in QUEUE_KINDS:
+        assert f"\n  {kind}: " in r.stdout, r.stdout
+    assert "  red: limit_pkts | limit_bytes, [gentle=true], [max_p=0.1]" in r.stdout, r.stdout
     # A shipped scenario by its name, from a directory without one (outside a checkout).
     r = subprocess.run([sys.executable, "-m", "macroflow", "run", "scenarios/red_queue.toml", "--out", str(tmp_path / "o"),
                         "--duration", "1", "-q"], capture_output=True, text=True, cwd=tmp_path)

@@ -87,14 +87,14 @@ def test_wrr_serves_dscp_classes_by_weight():
 
 
 @pytest.mark.parametrize("spec, needle", [
-    ({"kind": "wrr", "classes": [{"dscps": [0], "weight": 1}]}, "queue.classes[0].queue: missing"),
+    ({"kind": "wrr", "classes": [{"dscps": [0], "weight": 1}]}, "queue.classes[0]: missing field `queue`"),
     ({"kind": "wrr", "classes": [{"dscps": [0], "weight": 1, "queue": {"kind": "drop_tail", "limit_pkts": 5}, "x": 1}]},
-     "queue.classes[0].x: not a parameter"),
-    ({"kind": "token_bucket", "rate_bps": 1e6, "bucket_bytes": 100}, "queue.inner: missing"),
-    ({"kind": "rio", "limit_pkts": 10, "in_min_th_pkts": 1, "in_max_th_pkts": 2, "in_max_p": 0.1}, "queue.out_min_th_pkts: missing"),
-    ({"kind": "drr"}, "queue.limit_pkts: missing"),
-    ({"kind": "red", "limit_pkts": 10, "gentle": "yes"}, "queue.gentle: expected true or false"),
-    ({"limit_pkts": 10}, "queue.kind: missing"),
+     "queue.classes[0].x: unknown field `x`"),
+    ({"kind": "token_bucket", "rate_bps": 1e6, "bucket_bytes": 100}, "queue: missing field `inner`"),
+    ({"kind": "rio", "limit_pkts": 10, "in_min_th_pkts": 1, "in_max_th_pkts": 2, "in_max_p": 0.1}, "queue: missing field `out_min_th_pkts`"),
+    ({"kind": "drr"}, "queue: missing field `limit_pkts`"),
+    ({"kind": "red", "limit_pkts": 10, "gentle": "yes"}, 'queue.gentle: invalid type: string "yes", expected a boolean'),
+    ({"limit_pkts": 10}, "queue: missing field `kind`"),
 ])
 def test_bad_specs_name_the_key_and_change_nothing(spec, needle):
     s = Simulation()

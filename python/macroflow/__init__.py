@@ -17,6 +17,8 @@ networks is :class:`FlowModel` (``crates/flowsim``; topologies and traffic in :m
 from macroflow._native import (
     CONGESTION_CONTROLS,
     FSE_ALGORITHMS,
+    QUEUE_KINDS,
+    QUEUE_SPEC_SCHEMA,
     RATE_CONTROLLERS,
     SENDER_MODELS,
     TCP_COUPLER_KINDS,
@@ -57,6 +59,8 @@ from macroflow.api import load_results, report, reproduce, run, sweep
 __all__ = [
     "CONGESTION_CONTROLS",
     "FSE_ALGORITHMS",
+    "QUEUE_KINDS",
+    "QUEUE_SPEC_SCHEMA",
     "RATE_CONTROLLERS",
     "SENDER_MODELS",
     "TCP_COUPLER_KINDS",

@@ -200,9 +200,34 @@ def list_cmd() -> None:
     typer.echo(f"rate controllers (controller): {', '.join(RATE_CONTROLLERS)}")
     typer.echo(f"TCP couplers (groups kind): {', '.join(TCP_COUPLER_KINDS)}")
     typer.echo(f"FSE algorithms (groups kind): {', '.join(FSE_ALGORITHMS)}")
+    typer.echo("queue disciplines (queue kind; keys, [optional=default]):")
+    for kind, keys in _queue_kinds():
+        typer.echo(f"  {kind}: {keys}")
     typer.echo("reproductions (macroflow reproduce NAME):")
     for name, r in sorted(REPRODUCTIONS.items()):
         typer.echo(f"  {name}: {r.title}")
+
+
+def _queue_kinds() -> List[tuple]:
+    """Each queue kind with its keys, read from the simulator's queue spec schema (QUEUE_KINDS is
+    the registry; the schema has each kind's keys and defaults)."""
+    import json
+
+    from macroflow._native import QUEUE_KINDS, QUEUE_SPEC_SCHEMA
+
+    variants = {v["properties"]["kind"]["const"]: v for v in json.loads(QUEUE_SPEC_SCHEMA)["$defs"]["QueueSpec"]["oneOf"]}
+    out = []
+    for kind in QUEUE_KINDS:
+        v = variants[kind]
+        required = set(v.get("required", []))
+        one_of = [b["required"][0] for b in v.get("oneOf", [])]  # give exactly one of these
+        keys = [" | ".join(one_of)] if one_of else []
+        rest = [k for k in v["properties"] if k != "kind" and k not in one_of]
+        keys += [k for k in rest if k in required]
+        keys += [f"[{k}={json.dumps(v['properties'][k]['default'])}]" if "default" in v["properties"][k] else f"[{k}]"
+                 for k in rest if k not in required]
+        out.append((kind, ", ".join(keys)))
+    return out
 
 
 def main() -> None:

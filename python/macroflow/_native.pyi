@@ -37,6 +37,15 @@ CONGESTION_CONTROLS: Final[tuple[str, ...]]
 RATE_CONTROLLERS: Final[tuple[str, ...]]
 """The rate-based media controllers (``controller=``), from the simulator's registry
 (``crates/sim/src/transport/controllers.rs``)."""
+QUEUE_KINDS: Final[tuple[str, ...]]
+"""The queue disciplines a queue spec's ``kind`` names (``Simulation.add_link(queue=...)``, a
+scenario's ``[topology.queue]``), from the simulator's registry (``QueueSpec::KINDS`` in
+``crates/sim/src/net/queue/spec.rs``)."""
+QUEUE_SPEC_SCHEMA: Final[str]
+"""The JSON Schema (draft 2020-12, JSON text) of a queue spec, generated from the simulator's
+Rust type ``QueueSpec``: one object schema per kind under ``$defs/QueueSpec`` (keys, types,
+bounds, defaults, descriptions) and one valid spec per kind under ``examples``. Relations between
+keys (a max threshold above the min, distinct DSCPs) are not in it; the simulator checks them."""
 
 # ----------------------------------------------------------------------------------------------
 # Exceptions
@@ -519,7 +528,9 @@ class Simulation:
     ) -> int:
         """A one-way link with a drop-tail queue (packets or bytes; 1000 packets by default),
         optionally with Bernoulli random drop in front of it; or with any discipline given as a
-        ``queue`` spec (not both). A spec is a dict with ``kind`` and that kind's keys:
+        ``queue`` spec (not both). A spec is a dict with ``kind`` (one of :data:`QUEUE_KINDS`)
+        and that kind's keys; :data:`QUEUE_SPEC_SCHEMA` is its JSON Schema, generated from the
+        simulator's type (the authority on keys, types, bounds and defaults). In short:
 
         - ``drop_tail``: ``limit_pkts`` or ``limit_bytes``
         - ``random_drop``: ``p``, ``inner`` (a spec)
@@ -530,10 +541,13 @@ class Simulation:
           ``out_max_th_pkts``, ``out_max_p`` (color 0 in profile), optional ``q_weight``, ``gentle``,
           ``mean_pkt_bytes``
         - ``token_bucket``: ``rate_bps``, ``bucket_bytes``, ``inner`` (colors packets for RIO)
-        - ``wrr``: ``classes`` (list of ``{dscps, weight, queue}``), ``default_class``
+        - ``wrr``: ``classes`` (list of ``{dscps, weight, queue}``), ``default_class`` (default 0)
         - ``drr``: ``limit_pkts``, ``quantum_bytes`` (default 1500)
 
-        Unknown kinds or keys and bad values raise SimulationError naming the key."""
+        Specs nest at most 16 levels (``inner``, a class's ``queue``). Unknown kinds or keys,
+        missing keys, values of the wrong type (``None`` and booleans are not numbers) and bad
+        values raise SimulationError naming the path, e.g. ``queue.inner.kind: unknown queue
+        kind "fifo"; ...`` or ``queue: missing field `inner```."""
     def dumbbell(
         self,
         pairs: int,

@@ -13,6 +13,7 @@ Every field is documented on its model below; ``scenarios/`` has a commented exa
 
 from __future__ import annotations
 
+import json
 import pathlib
 try:
     import tomllib
@@ -21,13 +22,13 @@ except ModuleNotFoundError:  # Python < 3.11
 from typing import Annotated, Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
 import pyarrow as pa
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 
-from macroflow._native import CONGESTION_CONTROLS, FSE_ALGORITHMS, RATE_CONTROLLERS, TCP_COUPLER_KINDS
+from macroflow._native import CONGESTION_CONTROLS, FSE_ALGORITHMS, QUEUE_SPEC_SCHEMA, RATE_CONTROLLERS, TCP_COUPLER_KINDS
 from macroflow._native import SimulationInternalError
 from macroflow.sim import Simulation, SimulationError, tables
 
-__all__ = ["Scenario", "ScenarioError", "load", "parse", "validate", "run", "PROGRESS_STEPS"]
+__all__ = ["Scenario", "ScenarioError", "load", "parse", "validate", "run", "json_schema", "PROGRESS_STEPS"]
 
 
 # Names from the simulator's registries (one list each, in crates/sim): a controller added there is
@@ -76,7 +77,12 @@ class _Internal(RuntimeError):
     `validate` re-raises the original."""
 
 
-QueueSpec = Annotated[Dict[str, Any], AfterValidator(_check_queue)]
+#: A queue spec: the simulator reads and checks it, and its Rust type is the one description of
+#: the kinds, keys, types and defaults; :func:`json_schema` puts that type's generated schema
+#: (``QUEUE_SPEC_SCHEMA``) where pydantic's has this stand-in, so it is stated nowhere here.
+QueueSpec = Annotated[Dict[str, Any], AfterValidator(_check_queue), WithJsonSchema({
+    "type": "object", "x-macroflow-queue-spec": True,
+    "description": "A queue spec: macroflow.QUEUE_SPEC_SCHEMA (scenario.json_schema() embeds it)"})]
 
 
 class Dumbbell(_Strict):
@@ -384,6 +390,30 @@ class Scenario(_Strict):
 
 #: Tags of the tagged unions, which pydantic puts in an error's location but a file does not have.
 _TAGS = {"dumbbell", "parking_lot", "graph", "tcp", "media", "udp", "web"}
+
+
+def json_schema() -> Dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a scenario, as the dict a TOML file parses to: pydantic's
+    for the models here, with the simulator's queue spec schema (``QUEUE_SPEC_SCHEMA``, generated
+    from its Rust type) for every queue table."""
+    schema = Scenario.model_json_schema()
+    queue = json.loads(QUEUE_SPEC_SCHEMA)
+    defs = schema.setdefault("$defs", {})
+    for name, d in queue["$defs"].items():
+        if name in defs:
+            raise RuntimeError(f"the queue spec's schema and the scenario's both define {name}")
+        defs[name] = d
+
+    def swap(node: Any) -> Any:
+        if isinstance(node, dict):
+            if node.get("x-macroflow-queue-spec"):
+                return {"$ref": queue["$ref"], "description": queue["description"]}
+            return {k: swap(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [swap(v) for v in node]
+        return node
+
+    return swap(schema)
 
 
 def _explain(e: ValidationError, source: str) -> ScenarioError:

@@ -7,6 +7,7 @@
 //! packets (`_pkts`). A call that raises leaves the object unchanged.
 
 mod convert;
+mod de;
 mod flowmodel;
 mod fse;
 mod sim;
@@ -59,6 +60,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
             m.py(),
             ::sim::transport::controllers::names().collect::<Vec<_>>(),
         )?,
+    )?;
+    m.add(
+        "QUEUE_KINDS",
+        PyTuple::new(m.py(), ::sim::net::queue::QueueSpec::KINDS)?,
+    )?;
+    // The queue spec's JSON Schema, generated from the Rust type (JSON text).
+    m.add(
+        "QUEUE_SPEC_SCHEMA",
+        ::sim::net::queue::QueueSpec::json_schema().to_string(),
     )?;
     Ok(())
 }

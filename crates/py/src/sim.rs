@@ -10,9 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sim::engine::{FseCoupling, MediaFlowConfig, UdpFlowConfig};
 use sim::media::{synthetic_video, MediaSource, VideoTrace};
-use sim::net::queue::{
-    Limit, QueueConfig, RedConfig, RedThresholds, RioConfig, WrrClass, DRR_DEFAULT_QUANTUM_BYTES,
-};
+use sim::net::queue::{Limit, QueueConfig, QueueSpec};
 use sim::net::topology::{dumbbell, parking_lot, DumbbellConfig};
 use sim::net::{LinkConfig, LinkId, Network, NodeId};
 use sim::traffic::{CbrConfig, SelfSimilarConfig, SourceConfig, SourceKind, WebWorkload};
@@ -102,229 +100,13 @@ fn link_queue(
     }
 }
 
-/// Reads the optional key `key` of a queue spec, naming `path.key` and `what` in a type error.
-fn spec_get<'py, T: for<'a> FromPyObject<'a, 'py>>(
-    spec: &Bound<'py, PyDict>,
-    path: &str,
-    key: &str,
-    what: &str,
-) -> PyResult<Option<T>> {
-    match spec.get_item(key)? {
-        None => Ok(None),
-        Some(v) => v.extract::<T>().map(Some).map_err(|_| {
-            SimulationError::new_err(format!("{path}.{key}: expected {what}, got {v}"))
-        }),
-    }
-}
-
-fn spec_need<'py, T: for<'a> FromPyObject<'a, 'py>>(
-    spec: &Bound<'py, PyDict>,
-    path: &str,
-    key: &str,
-    what: &str,
-) -> PyResult<T> {
-    spec_get(spec, path, key, what)?
-        .ok_or_else(|| SimulationError::new_err(format!("{path}.{key}: missing ({what})")))
-}
-
-fn spec_limit(spec: &Bound<'_, PyDict>, path: &str) -> PyResult<Limit> {
-    match (
-        spec_get::<usize>(spec, path, "limit_pkts", "packets >= 1")?,
-        spec_get::<u64>(spec, path, "limit_bytes", "bytes >= 1")?,
-    ) {
-        (Some(p), None) => Ok(Limit::Packets(p)),
-        (None, Some(b)) => Ok(Limit::Bytes(b)),
-        _ => Err(SimulationError::new_err(format!(
-            "{path}: give exactly one of limit_pkts and limit_bytes"
-        ))),
-    }
-}
-
-fn spec_inner(
-    spec: &Bound<'_, PyDict>,
-    path: &str,
-    link_rate_bps: u64,
-    depth: usize,
-) -> PyResult<QueueConfig> {
-    let inner = spec_need::<Bound<'_, PyDict>>(spec, path, "inner", "a queue spec (dict)")?;
-    queue_spec_at(&format!("{path}.inner"), &inner, link_rate_bps, depth + 1)
-}
-
-/// How deeply queue specs may nest (`inner`, WRR classes' `queue`). Real disciplines nest two or
-/// three deep; the bound stops a spec that contains itself, or thousands of levels, before the
-/// recursion overflows the stack (issue 13: a segfault).
-pub const MAX_QUEUE_NESTING: usize = 16;
-
-/// A queue discipline from its Python spec, a dict with `kind` and that kind's keys (see
-/// `Simulation.add_link` in `_native.pyi`); omitted RED parameters take ns-2's defaults. Unknown
-/// kinds and keys are errors naming `path`; values are checked when the link is built.
+/// A queue discipline from its Python spec, a dict with `kind` and that kind's keys: read by the
+/// simulator's `QueueSpec` (its serde type, with its own errors naming `path`, nesting bound and
+/// ns-2 defaults; see `crates/sim/src/net/queue/spec.rs`) and made into the link's queue config.
 fn queue_spec(path: &str, spec: &Bound<'_, PyDict>, link_rate_bps: u64) -> PyResult<QueueConfig> {
-    queue_spec_at(path, spec, link_rate_bps, 0)
-}
-
-fn queue_spec_at(
-    path: &str,
-    spec: &Bound<'_, PyDict>,
-    link_rate_bps: u64,
-    depth: usize,
-) -> PyResult<QueueConfig> {
-    if depth >= MAX_QUEUE_NESTING {
-        return Err(SimulationError::new_err(format!(
-            "{}...: queue specs nest deeper than {MAX_QUEUE_NESTING} levels (does a spec contain itself?)",
-            path.chars().take(120).collect::<String>()
-        )));
-    }
-    let kind: String = spec_need(spec, path, "kind", "a queue kind")?;
-    let keys: &[&str] = match kind.as_str() {
-        "drop_tail" => &["limit_pkts", "limit_bytes"],
-        "random_drop" => &["p", "inner"],
-        "loss_period" => &["p", "start_s", "end_s", "inner"],
-        "red" => &[
-            "limit_pkts",
-            "limit_bytes",
-            "min_th_pkts",
-            "max_th_pkts",
-            "max_p",
-            "q_weight",
-            "gentle",
-            "mean_pkt_bytes",
-        ],
-        "rio" => &[
-            "limit_pkts",
-            "limit_bytes",
-            "in_min_th_pkts",
-            "in_max_th_pkts",
-            "in_max_p",
-            "out_min_th_pkts",
-            "out_max_th_pkts",
-            "out_max_p",
-            "q_weight",
-            "gentle",
-            "mean_pkt_bytes",
-        ],
-        "token_bucket" => &["rate_bps", "bucket_bytes", "inner"],
-        "wrr" => &["classes", "default_class"],
-        "drr" => &["limit_pkts", "quantum_bytes"],
-        other => {
-            return Err(SimulationError::new_err(format!(
-                "{path}.kind: unknown queue kind {other:?}; expected drop_tail, random_drop, \
-                 loss_period, red, rio, token_bucket, wrr or drr"
-            )))
-        }
-    };
-    for k in spec.keys() {
-        let k: String = k.extract().map_err(|_| {
-            SimulationError::new_err(format!("{path}: keys must be strings, got {k}"))
-        })?;
-        if k != "kind" && !keys.contains(&k.as_str()) {
-            return Err(SimulationError::new_err(format!(
-                "{path}.{k}: not a parameter of a {kind} queue (expected {})",
-                keys.join(", ")
-            )));
-        }
-    }
-    let prob = "a probability in [0, 1]";
-    Ok(match kind.as_str() {
-        "drop_tail" => QueueConfig::DropTail(spec_limit(spec, path)?),
-        "random_drop" => QueueConfig::RandomDrop {
-            p: spec_need(spec, path, "p", prob)?,
-            inner: Box::new(spec_inner(spec, path, link_rate_bps, depth)?),
-        },
-        "loss_period" => QueueConfig::LossPeriod {
-            p: spec_need(spec, path, "p", prob)?,
-            start: Instant::from_nanos(
-                secs(
-                    &format!("{path}.start_s"),
-                    spec_need(spec, path, "start_s", "seconds")?,
-                )?
-                .as_nanos(),
-            ),
-            end: Instant::from_nanos(
-                secs(
-                    &format!("{path}.end_s"),
-                    spec_need(spec, path, "end_s", "seconds")?,
-                )?
-                .as_nanos(),
-            ),
-            inner: Box::new(spec_inner(spec, path, link_rate_bps, depth)?),
-        },
-        "red" => {
-            let mut c = RedConfig::ns2_defaults(spec_limit(spec, path)?, link_rate_bps);
-            let num = "a number";
-            c.min_th_pkts = spec_get(spec, path, "min_th_pkts", num)?.unwrap_or(c.min_th_pkts);
-            c.max_th_pkts = spec_get(spec, path, "max_th_pkts", num)?.unwrap_or(c.max_th_pkts);
-            c.max_p = spec_get(spec, path, "max_p", prob)?.unwrap_or(c.max_p);
-            c.q_weight = spec_get(spec, path, "q_weight", num)?.unwrap_or(c.q_weight);
-            c.gentle = spec_get(spec, path, "gentle", "true or false")?.unwrap_or(c.gentle);
-            c.mean_pkt_bytes =
-                spec_get(spec, path, "mean_pkt_bytes", "bytes")?.unwrap_or(c.mean_pkt_bytes);
-            QueueConfig::Red(c)
-        }
-        "rio" => {
-            let num = "a number";
-            let curve = |pre: &str| -> PyResult<RedThresholds> {
-                Ok(RedThresholds {
-                    min_th_pkts: spec_need(spec, path, &format!("{pre}_min_th_pkts"), num)?,
-                    max_th_pkts: spec_need(spec, path, &format!("{pre}_max_th_pkts"), num)?,
-                    max_p: spec_need(spec, path, &format!("{pre}_max_p"), prob)?,
-                })
-            };
-            let mut c = RioConfig::new(
-                spec_limit(spec, path)?,
-                link_rate_bps,
-                curve("in")?,
-                curve("out")?,
-            );
-            c.q_weight = spec_get(spec, path, "q_weight", num)?.unwrap_or(c.q_weight);
-            c.gentle = spec_get(spec, path, "gentle", "true or false")?.unwrap_or(c.gentle);
-            c.mean_pkt_bytes =
-                spec_get(spec, path, "mean_pkt_bytes", "bytes")?.unwrap_or(c.mean_pkt_bytes);
-            QueueConfig::Rio(c)
-        }
-        "token_bucket" => QueueConfig::TokenBucketMarker {
-            rate_bps: rate(
-                &format!("{path}.rate_bps"),
-                spec_need(spec, path, "rate_bps", "bit/s")?,
-            )?,
-            bucket_bytes: spec_need(spec, path, "bucket_bytes", "bytes >= 1")?,
-            inner: Box::new(spec_inner(spec, path, link_rate_bps, depth)?),
-        },
-        "wrr" => {
-            let list = spec_need::<Vec<Bound<'_, PyDict>>>(
-                spec,
-                path,
-                "classes",
-                "a list of {dscps, weight, queue} dicts",
-            )?;
-            let mut classes = Vec::with_capacity(list.len());
-            for (i, c) in list.iter().enumerate() {
-                let cp = format!("{path}.classes[{i}]");
-                for k in c.keys() {
-                    let k: String = k.extract()?;
-                    if !["dscps", "weight", "queue"].contains(&k.as_str()) {
-                        return Err(SimulationError::new_err(format!(
-                            "{cp}.{k}: not a parameter of a WRR class (expected dscps, weight, queue)"
-                        )));
-                    }
-                }
-                let q = spec_need::<Bound<'_, PyDict>>(c, &cp, "queue", "a queue spec (dict)")?;
-                classes.push(WrrClass {
-                    dscps: spec_need(c, &cp, "dscps", "a list of DSCPs 0..=63")?,
-                    weight: spec_need(c, &cp, "weight", "packets per round >= 1")?,
-                    queue: queue_spec_at(&format!("{cp}.queue"), &q, link_rate_bps, depth + 1)?,
-                });
-            }
-            QueueConfig::Wrr {
-                classes,
-                default_class: spec_get(spec, path, "default_class", "a class index")?.unwrap_or(0),
-            }
-        }
-        _ => QueueConfig::Drr {
-            limit_pkts: spec_need(spec, path, "limit_pkts", "packets >= 1")?,
-            quantum_bytes: spec_get(spec, path, "quantum_bytes", "bytes >= 1")?
-                .unwrap_or(DRR_DEFAULT_QUANTUM_BYTES),
-        },
-    })
+    QueueSpec::read(path, crate::de::Value::new(spec.as_any()))
+        .and_then(|s| s.to_config(path, link_rate_bps))
+        .map_err(sim_err)
 }
 
 /// A topology change that succeeded, kept so the network can be rebuilt after one that failed.
@@ -470,7 +252,7 @@ impl PySimulation {
 
     /// A one-way link; returns its id. The queue is a drop-tail of `queue_pkts` (or
     /// `queue_bytes`, default 1000 packets) with optional random loss, or any discipline given
-    /// as a `queue` spec (not both).
+    /// as a `queue` spec (read by `sim::net::queue::QueueSpec`; not both).
     #[pyo3(signature = (src, dst, rate_bps, delay_s, queue_pkts=None, queue_bytes=None, random_drop=0.0, queue=None))]
     #[allow(clippy::too_many_arguments)]
     fn add_link(

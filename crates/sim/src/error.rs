@@ -23,6 +23,12 @@ pub enum SimError {
         to: String,
     },
     Coupling(coupling::Error),
+    /// A spec that could not be read (a queue spec's unknown kind or key, a value of the wrong
+    /// type): `path` is where (e.g. `queue.inner.p`), `message` the problem.
+    InvalidSpec {
+        path: String,
+        message: String,
+    },
 }
 
 impl SimError {
@@ -35,6 +41,13 @@ impl SimError {
             name: name.into(),
             value: value.to_string(),
             expected,
+        }
+    }
+
+    pub fn spec(path: impl Into<String>, message: impl Into<String>) -> Self {
+        SimError::InvalidSpec {
+            path: path.into(),
+            message: message.into(),
         }
     }
 }
@@ -53,6 +66,7 @@ impl fmt::Display for SimError {
             SimError::UnknownFlow { name, flow } => write!(f, "{name}: unknown flow {flow}"),
             SimError::NoRoute { from, to } => write!(f, "no route from node {from} to node {to}"),
             SimError::Coupling(e) => write!(f, "coupling: {e}"),
+            SimError::InvalidSpec { path, message } => write!(f, "{path}: {message}"),
         }
     }
 }

@@ -17,6 +17,10 @@
 //! | [`QueueConfig::Wrr`]                 | weighted round robin between DSCP classes    | `wrr.rs`    |
 //! | [`QueueConfig::Drr`]                 | Deficit Round Robin per flow (Shreedhar & Varghese 1995) | `drr.rs` |
 //!
+//! A queue written down outside Rust (a scenario file, the Python API) is a [`QueueSpec`]
+//! (`spec.rs`): one serde type with its JSON Schema, turned into a [`QueueConfig`] by
+//! [`QueueSpec::to_config`].
+//!
 //! A caveat of the engine that every discipline inherits: a packet that finds its link idle is
 //! transmitted at once and never offered to the queue (ns-2 offers it and dequeues it at once).
 //! Queues therefore see only the packets that have to wait; see the notes in each file.
@@ -25,12 +29,17 @@ mod drr;
 mod marker;
 mod red;
 mod rio;
+mod spec;
 mod wrr;
 
 pub use drr::{Drr, DRR_DEFAULT_QUANTUM_BYTES};
 pub use marker::TokenBucketMarker;
 pub use red::{Red, RedConfig, RedThresholds};
 pub use rio::{Rio, RioConfig};
+pub use spec::{
+    DropTailSpec, DrrSpec, LossPeriodSpec, QueueSpec, RandomDropSpec, RedSpec, RioSpec,
+    TokenBucketSpec, WrrClassSpec, WrrSpec, MAX_QUEUE_NESTING,
+};
 pub use wrr::{Wrr, WrrClass};
 
 use crate::error::SimError;
@@ -71,6 +80,8 @@ pub trait Queue: std::fmt::Debug + Send {
 
 /// The longest queue, in packets (about 150 MB of queued packets).
 pub const MAX_QUEUE_PKTS: usize = 1_000_000;
+/// The longest queue, in bytes: [`MAX_QUEUE_PKTS`] packets of 1500 bytes.
+pub const MAX_QUEUE_BYTES: u64 = MAX_QUEUE_PKTS as u64 * 1500;
 
 /// A queue's capacity.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -106,7 +117,7 @@ impl Limit {
                 n,
                 "at most 1e6 packets (MAX_QUEUE_PKTS)",
             )),
-            Limit::Bytes(b) if b > MAX_QUEUE_PKTS as u64 * 1500 => Err(SimError::invalid(
+            Limit::Bytes(b) if b > MAX_QUEUE_BYTES => Err(SimError::invalid(
                 format!("{name}.limit_bytes"),
                 b,
                 "at most 1.5e9 bytes (MAX_QUEUE_PKTS of 1500 bytes)",
