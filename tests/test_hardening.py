@@ -611,6 +611,13 @@ def test_a_panic_in_the_engine_is_a_clear_error_and_closes_the_simulation() -> N
     t.add_tcp_flow(d["senders"][0], d["receivers"][0])
     t.run(1.0)
     assert t.now_s == 1.0
+    u = Simulation(seed=1)  # outside the engine's lock (arguments, results): nothing changed
+    du = u.dumbbell(1)
+    with pytest.raises(SimulationInternalError, match="a deliberate panic.*unchanged"):
+        u._panic_for_test(outside=True)
+    u.add_tcp_flow(du["senders"][0], du["receivers"][0])
+    u.run(1.0)
+    assert u.now_s == 1.0
     b = Simulation(seed=1)  # a panic while the topology is built closes it too
     b.dumbbell(1)
     with pytest.raises(SimulationInternalError, match="a deliberate panic.*closed"):

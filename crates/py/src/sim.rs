@@ -123,6 +123,22 @@ enum State {
     Poisoned,
 }
 
+/// Runs a method's work outside the engine's lock (converting arguments, building configurations,
+/// converting results): a panic there (a bug) changed nothing, so it becomes a
+/// SimulationInternalError and the simulation stays usable; one inside the lock closes it
+/// ([`closed_on_panic`]).
+fn outside_the_engine<R>(f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    crate::convert::catch_panic(
+        |m| {
+            SimulationInternalError::new_err(format!(
+                "internal error in the simulator ({m}; a bug: please report it); the simulation \
+                 is unchanged"
+            ))
+        },
+        f,
+    )
+}
+
 /// A panic inside the engine is a bug, and its state is not trusted after one: the simulation is
 /// closed and the caller gets a SimulationError saying so, never a PanicException (a
 /// BaseException that `except Exception` lets through, issue 13).
@@ -266,20 +282,22 @@ impl PySimulation {
         random_drop: f64,
         queue: Option<Bound<'_, PyDict>>,
     ) -> PyResult<u32> {
-        let rate_bps = rate("rate_bps", rate_bps)?;
-        let cfg = LinkConfig {
-            rate_bps,
-            delay: secs("delay_s", delay_s)?,
-            queue: link_queue(
-                "queue",
-                queue_pkts,
-                queue_bytes,
-                random_drop,
-                queue.as_ref(),
+        outside_the_engine(|| {
+            let rate_bps = rate("rate_bps", rate_bps)?;
+            let cfg = LinkConfig {
                 rate_bps,
-            )?,
-        };
-        self.with_net(move |n| n.add_link(NodeId(src), NodeId(dst), &cfg).map(|l| l.0))
+                delay: secs("delay_s", delay_s)?,
+                queue: link_queue(
+                    "queue",
+                    queue_pkts,
+                    queue_bytes,
+                    random_drop,
+                    queue.as_ref(),
+                    rate_bps,
+                )?,
+            };
+            self.with_net(move |n| n.add_link(NodeId(src), NodeId(dst), &cfg).map(|l| l.0))
+        })
     }
 
     /// The dissertation's dumbbell by default (10 Mbit/s, 48 ms, 83-packet queue; 1 Gbit/s, 1 ms
@@ -299,47 +317,49 @@ impl PySimulation {
         random_drop: f64,
         queue: Option<Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        sim::net::topology::check_pairs(pairs).map_err(sim_err)?;
-        let bottleneck_rate = rate("bottleneck_rate_bps", bottleneck_rate_bps)?;
-        let queue_pkts = if queue.is_none() {
-            Some(queue_pkts.unwrap_or(83))
-        } else {
-            queue_pkts
-        };
-        let bottleneck_queue = link_queue(
-            "queue",
-            queue_pkts,
-            None,
-            random_drop,
-            queue.as_ref(),
-            bottleneck_rate,
-        )?;
-        let delays = access_delays_s
-            .unwrap_or_else(|| vec![0.001; pairs])
-            .into_iter()
-            .map(|d| secs("access_delays_s", d))
-            .collect::<PyResult<Vec<_>>>()?;
-        let cfg = DumbbellConfig {
-            pairs,
-            bottleneck: LinkConfig {
-                rate_bps: bottleneck_rate,
-                delay: secs("bottleneck_delay_s", bottleneck_delay_s)?,
-                queue: bottleneck_queue,
-            },
-            access_rate_bps: rate("access_rate_bps", access_rate_bps)?,
-            access_delays: delays,
-            access_queue: QueueConfig::drop_tail_pkts(10_000),
-        };
-        let d = self.with_net(move |n| dumbbell(n, &cfg))?;
-        let out = PyDict::new(py);
-        out.set_item("senders", d.senders.iter().map(|n| n.0).collect::<Vec<_>>())?;
-        out.set_item(
-            "receivers",
-            d.receivers.iter().map(|n| n.0).collect::<Vec<_>>(),
-        )?;
-        out.set_item("bottleneck", d.bottleneck.0)?;
-        out.set_item("reverse", d.reverse.0)?;
-        Ok(out)
+        outside_the_engine(|| {
+            sim::net::topology::check_pairs(pairs).map_err(sim_err)?;
+            let bottleneck_rate = rate("bottleneck_rate_bps", bottleneck_rate_bps)?;
+            let queue_pkts = if queue.is_none() {
+                Some(queue_pkts.unwrap_or(83))
+            } else {
+                queue_pkts
+            };
+            let bottleneck_queue = link_queue(
+                "queue",
+                queue_pkts,
+                None,
+                random_drop,
+                queue.as_ref(),
+                bottleneck_rate,
+            )?;
+            let delays = access_delays_s
+                .unwrap_or_else(|| vec![0.001; pairs])
+                .into_iter()
+                .map(|d| secs("access_delays_s", d))
+                .collect::<PyResult<Vec<_>>>()?;
+            let cfg = DumbbellConfig {
+                pairs,
+                bottleneck: LinkConfig {
+                    rate_bps: bottleneck_rate,
+                    delay: secs("bottleneck_delay_s", bottleneck_delay_s)?,
+                    queue: bottleneck_queue,
+                },
+                access_rate_bps: rate("access_rate_bps", access_rate_bps)?,
+                access_delays: delays,
+                access_queue: QueueConfig::drop_tail_pkts(10_000),
+            };
+            let d = self.with_net(move |n| dumbbell(n, &cfg))?;
+            let out = PyDict::new(py);
+            out.set_item("senders", d.senders.iter().map(|n| n.0).collect::<Vec<_>>())?;
+            out.set_item(
+                "receivers",
+                d.receivers.iter().map(|n| n.0).collect::<Vec<_>>(),
+            )?;
+            out.set_item("bottleneck", d.bottleneck.0)?;
+            out.set_item("reverse", d.reverse.0)?;
+            Ok(out)
+        })
     }
 
     /// A parking lot: routers R0..R{hops} in a chain of `hops` links (each direction) with host
@@ -358,23 +378,25 @@ impl PySimulation {
         access_delay_s: f64,
         queue: Option<Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let rate_bps = rate("rate_bps", rate_bps)?;
-        let link = LinkConfig {
-            rate_bps,
-            delay: secs("delay_s", delay_s)?,
-            queue: link_queue("queue", queue_pkts, None, 0.0, queue.as_ref(), rate_bps)?,
-        };
-        let access = LinkConfig {
-            rate_bps: rate("access_rate_bps", access_rate_bps)?,
-            delay: secs("access_delay_s", access_delay_s)?,
-            queue: QueueConfig::drop_tail_pkts(10_000),
-        };
-        let p = self.with_net(move |n| parking_lot(n, hops, &link, &access))?;
-        let out = PyDict::new(py);
-        out.set_item("routers", p.routers.iter().map(|n| n.0).collect::<Vec<_>>())?;
-        out.set_item("hosts", p.hosts.iter().map(|n| n.0).collect::<Vec<_>>())?;
-        out.set_item("hops", p.hops.iter().map(|l| l.0).collect::<Vec<_>>())?;
-        Ok(out)
+        outside_the_engine(|| {
+            let rate_bps = rate("rate_bps", rate_bps)?;
+            let link = LinkConfig {
+                rate_bps,
+                delay: secs("delay_s", delay_s)?,
+                queue: link_queue("queue", queue_pkts, None, 0.0, queue.as_ref(), rate_bps)?,
+            };
+            let access = LinkConfig {
+                rate_bps: rate("access_rate_bps", access_rate_bps)?,
+                delay: secs("access_delay_s", access_delay_s)?,
+                queue: QueueConfig::drop_tail_pkts(10_000),
+            };
+            let p = self.with_net(move |n| parking_lot(n, hops, &link, &access))?;
+            let out = PyDict::new(py);
+            out.set_item("routers", p.routers.iter().map(|n| n.0).collect::<Vec<_>>())?;
+            out.set_item("hosts", p.hosts.iter().map(|n| n.0).collect::<Vec<_>>())?;
+            out.set_item("hops", p.hops.iter().map(|l| l.0).collect::<Vec<_>>())?;
+            Ok(out)
+        })
     }
 
     /// Adds a TCP flow from node `src` to node `dst`; returns its id.
@@ -394,26 +416,29 @@ impl PySimulation {
         min_rto_s: f64,
         dscp: u8,
     ) -> PyResult<u32> {
-        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
-        let tcp = TcpConfig {
-            mss,
-            initial_cwnd_pkts,
-            delayed_ack,
-            sack,
-            min_rto: secs("min_rto_s", min_rto_s)?,
-            ..TcpConfig::default()
-        };
-        let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
-        let cfg = TcpFlowConfig {
-            src: NodeId(src),
-            dst: NodeId(dst),
-            start,
-            size_bytes,
-            cc: kind,
-            tcp,
-            dscp,
-        };
-        self.with_sim(|s| s.add_tcp_flow(cfg))
+        outside_the_engine(|| {
+            let kind =
+                CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
+            let tcp = TcpConfig {
+                mss,
+                initial_cwnd_pkts,
+                delayed_ack,
+                sack,
+                min_rto: secs("min_rto_s", min_rto_s)?,
+                ..TcpConfig::default()
+            };
+            let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
+            let cfg = TcpFlowConfig {
+                src: NodeId(src),
+                dst: NodeId(dst),
+                start,
+                size_bytes,
+                cc: kind,
+                tcp,
+                dscp,
+            };
+            self.with_sim(|s| s.add_tcp_flow(cfg))
+        })
     }
 
     /// A UDP flow: `kind` "cbr" (rate_bps, pkt_bytes) or "self_similar" (the cross traffic of
@@ -431,30 +456,32 @@ impl PySimulation {
         start_s: f64,
         dscp: u8,
     ) -> PyResult<u32> {
-        let source = match kind {
-            "cbr" => {
-                let rate_bps = rate_bps
-                    .ok_or_else(|| SimulationError::new_err("a cbr flow needs rate_bps"))?;
-                SourceKind::Cbr(CbrConfig {
-                    rate_bps,
-                    pkt_bytes,
-                })
-            }
-            "self_similar" => SourceKind::SelfSimilar(match load_bps {
-                Some(l) => SelfSimilarConfig::with_load(l),
-                None => SelfSimilarConfig::default(),
-            }),
-            other => return Err(unknown_name("kind", other, ["cbr", "self_similar"])),
-        };
-        let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
-        let cfg = UdpFlowConfig {
-            src: NodeId(src),
-            dst: NodeId(dst),
-            start,
-            source: SourceConfig::new(source),
-            dscp,
-        };
-        self.with_sim(|s| s.add_udp_flow(cfg))
+        outside_the_engine(|| {
+            let source = match kind {
+                "cbr" => {
+                    let rate_bps = rate_bps
+                        .ok_or_else(|| SimulationError::new_err("a cbr flow needs rate_bps"))?;
+                    SourceKind::Cbr(CbrConfig {
+                        rate_bps,
+                        pkt_bytes,
+                    })
+                }
+                "self_similar" => SourceKind::SelfSimilar(match load_bps {
+                    Some(l) => SelfSimilarConfig::with_load(l),
+                    None => SelfSimilarConfig::default(),
+                }),
+                other => return Err(unknown_name("kind", other, ["cbr", "self_similar"])),
+            };
+            let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
+            let cfg = UdpFlowConfig {
+                src: NodeId(src),
+                dst: NodeId(dst),
+                start,
+                source: SourceConfig::new(source),
+                dscp,
+            };
+            self.with_sim(|s| s.add_udp_flow(cfg))
+        })
     }
 
     /// Short TCP flows with Poisson arrivals and Pareto sizes between the given (src, dst) node
@@ -471,26 +498,29 @@ impl PySimulation {
         pareto_shape: f64,
         cc: &str,
     ) -> PyResult<Vec<u32>> {
-        let kind = CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
-        let web = WebWorkload {
-            load_bps,
-            mean_size_bytes,
-            pareto_shape,
-            pairs: pairs.len(),
-            ..WebWorkload::default()
-        };
-        let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
-        let end = Instant::from_nanos(secs("end_s", end_s)?.as_nanos());
-        let node_pairs: Vec<(NodeId, NodeId)> =
-            pairs.iter().map(|&(a, b)| (NodeId(a), NodeId(b))).collect();
-        let Some(&(a, b)) = node_pairs.first() else {
-            return Err(SimulationError::new_err(
-                "add_web_workload needs at least one (src, dst) pair",
-            ));
-        };
-        let mut tcp = TcpFlowConfig::bulk(a, b);
-        tcp.cc = kind;
-        self.with_sim(|s| s.add_web_workload(&web, &node_pairs, start, end, tcp))
+        outside_the_engine(|| {
+            let kind =
+                CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
+            let web = WebWorkload {
+                load_bps,
+                mean_size_bytes,
+                pareto_shape,
+                pairs: pairs.len(),
+                ..WebWorkload::default()
+            };
+            let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
+            let end = Instant::from_nanos(secs("end_s", end_s)?.as_nanos());
+            let node_pairs: Vec<(NodeId, NodeId)> =
+                pairs.iter().map(|&(a, b)| (NodeId(a), NodeId(b))).collect();
+            let Some(&(a, b)) = node_pairs.first() else {
+                return Err(SimulationError::new_err(
+                    "add_web_workload needs at least one (src, dst) pair",
+                ));
+            };
+            let mut tcp = TcpFlowConfig::bulk(a, b);
+            tcp.cc = kind;
+            self.with_sim(|s| s.add_web_workload(&web, &node_pairs, start, end, tcp))
+        })
     }
 
     /// A rate-controlled media flow: `controller` by name (see `RATE_CONTROLLERS`), `source`
@@ -513,70 +543,75 @@ impl PySimulation {
         start_s: f64,
         dscp: u8,
     ) -> PyResult<u32> {
-        let (snd, rcv) = sim::transport::controllers::build(controller, packet_bytes, "media_flow")
-            .map_err(sim_err)?;
-        let src_kind = match (source, rate_bps, trace_file) {
-            ("greedy", _, _) => MediaSource::Greedy,
-            ("app_limited", Some(r), _) => MediaSource::AppLimited { rate_bps: r },
-            ("app_limited", None, _) => {
-                return Err(SimulationError::new_err(
-                    "an app_limited source needs rate_bps",
-                ))
-            }
-            ("video", _, Some(path)) => {
-                // A regular file of bounded size: /dev/zero read until memory ran out, a FIFO
-                // blocked with the GIL held (issue 13).
-                let meta = std::fs::metadata(&path).map_err(|e| {
-                    SimulationError::new_err(format!("trace_file {}: {e}", path.display()))
-                })?;
-                if !meta.is_file() || meta.len() > MAX_TRACE_FILE_BYTES {
-                    return Err(SimulationError::new_err(format!(
-                        "trace_file {}: not a regular file of at most {MAX_TRACE_FILE_BYTES} bytes",
-                        path.display()
-                    )));
+        outside_the_engine(|| {
+            let (snd, rcv) =
+                sim::transport::controllers::build(controller, packet_bytes, "media_flow")
+                    .map_err(sim_err)?;
+            let src_kind = match (source, rate_bps, trace_file) {
+                ("greedy", _, _) => MediaSource::Greedy,
+                ("app_limited", Some(r), _) => MediaSource::AppLimited { rate_bps: r },
+                ("app_limited", None, _) => {
+                    return Err(SimulationError::new_err(
+                        "an app_limited source needs rate_bps",
+                    ))
                 }
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    SimulationError::new_err(format!("trace_file {}: {e}", path.display()))
-                })?;
-                MediaSource::Video(VideoTrace::parse(&text, fps, "trace_file").map_err(sim_err)?)
-            }
-            ("video", Some(r), None) => {
-                sim::media::check_fps("fps", fps).map_err(sim_err)?;
-                let trace = self.with_sim(|s| {
-                    synthetic_video(r, fps, 30, 5.0, 0.2, (fps * 60.0) as usize, s.rng())
-                })?;
-                MediaSource::Video(trace)
-            }
-            ("video", None, None) => {
-                return Err(SimulationError::new_err(
-                    "a video source needs trace_file or rate_bps",
-                ))
-            }
-            (other, _, _) => {
-                return Err(unknown_name(
-                    "source",
-                    other,
-                    ["greedy", "app_limited", "video"],
-                ))
-            }
-        };
-        let at = |t: f64, what: &str| -> PyResult<Instant> {
-            Ok(Instant::from_nanos(secs(what, t)?.as_nanos()))
-        };
-        let pauses = pauses
-            .into_iter()
-            .map(|(a, b)| Ok((at(a, "pauses")?, at(b, "pauses")?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let cfg = MediaFlowConfig {
-            src: NodeId(src),
-            dst: NodeId(dst),
-            start: at(start_s, "start_s")?,
-            packet_bytes,
-            source: src_kind,
-            pauses,
-            dscp,
-        };
-        self.with_sim(|s| s.add_media_flow(cfg, snd, rcv))
+                ("video", _, Some(path)) => {
+                    // A regular file of bounded size: /dev/zero read until memory ran out, a FIFO
+                    // blocked with the GIL held (issue 13).
+                    let meta = std::fs::metadata(&path).map_err(|e| {
+                        SimulationError::new_err(format!("trace_file {}: {e}", path.display()))
+                    })?;
+                    if !meta.is_file() || meta.len() > MAX_TRACE_FILE_BYTES {
+                        return Err(SimulationError::new_err(format!(
+                            "trace_file {}: not a regular file of at most {MAX_TRACE_FILE_BYTES} bytes",
+                            path.display()
+                        )));
+                    }
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        SimulationError::new_err(format!("trace_file {}: {e}", path.display()))
+                    })?;
+                    MediaSource::Video(
+                        VideoTrace::parse(&text, fps, "trace_file").map_err(sim_err)?,
+                    )
+                }
+                ("video", Some(r), None) => {
+                    sim::media::check_fps("fps", fps).map_err(sim_err)?;
+                    let trace = self.with_sim(|s| {
+                        synthetic_video(r, fps, 30, 5.0, 0.2, (fps * 60.0) as usize, s.rng())
+                    })?;
+                    MediaSource::Video(trace)
+                }
+                ("video", None, None) => {
+                    return Err(SimulationError::new_err(
+                        "a video source needs trace_file or rate_bps",
+                    ))
+                }
+                (other, _, _) => {
+                    return Err(unknown_name(
+                        "source",
+                        other,
+                        ["greedy", "app_limited", "video"],
+                    ))
+                }
+            };
+            let at = |t: f64, what: &str| -> PyResult<Instant> {
+                Ok(Instant::from_nanos(secs(what, t)?.as_nanos()))
+            };
+            let pauses = pauses
+                .into_iter()
+                .map(|(a, b)| Ok((at(a, "pauses")?, at(b, "pauses")?)))
+                .collect::<PyResult<Vec<_>>>()?;
+            let cfg = MediaFlowConfig {
+                src: NodeId(src),
+                dst: NodeId(dst),
+                start: at(start_s, "start_s")?,
+                packet_bytes,
+                source: src_kind,
+                pauses,
+                dscp,
+            };
+            self.with_sim(|s| s.add_media_flow(cfg, snd, rcv))
+        })
     }
 
     /// An FSE flow group running `algorithm` (see `FSE_ALGORITHMS`); returns its id.
@@ -638,10 +673,12 @@ impl PySimulation {
     /// Captures every packet `link` transmits into the pcap file at `path` (headers only,
     /// nanosecond timestamps, raw IPv4). The file is complete after `flush_captures()`.
     fn capture(&self, link: u32, path: std::path::PathBuf) -> PyResult<()> {
-        let file = std::fs::File::create(&path).map_err(|e| {
-            SimulationError::new_err(format!("capture: cannot create {}: {e}", path.display()))
-        })?;
-        self.with_sim(|s| s.capture(LinkId(link), Box::new(std::io::BufWriter::new(file))))
+        outside_the_engine(|| {
+            let file = std::fs::File::create(&path).map_err(|e| {
+                SimulationError::new_err(format!("capture: cannot create {}: {e}", path.display()))
+            })?;
+            self.with_sim(|s| s.capture(LinkId(link), Box::new(std::io::BufWriter::new(file))))
+        })
     }
 
     fn flush_captures(&self) -> PyResult<()> {
@@ -690,10 +727,12 @@ impl PySimulation {
 
     /// For tests only: panics inside the engine's lock (or, `building`, inside a topology
     /// change), as a bug would, to show that it becomes a SimulationInternalError and closes this
-    /// simulation.
-    #[pyo3(signature = (building=false))]
-    fn _panic_for_test(&self, building: bool) -> PyResult<()> {
-        if building {
+    /// simulation; `outside`: in a method's work outside the lock, which leaves it usable.
+    #[pyo3(signature = (building=false, outside=false))]
+    fn _panic_for_test(&self, building: bool, outside: bool) -> PyResult<()> {
+        if outside {
+            outside_the_engine(|| panic!("a deliberate panic"))
+        } else if building {
             self.with_net(|_| -> Result<(), SimError> { panic!("a deliberate panic") })
         } else {
             self.with_sim(|_| -> Result<(), SimError> { panic!("a deliberate panic") })
@@ -717,48 +756,50 @@ impl PySimulation {
     /// (`tables.rs`), handed over without a copy; and {"packets", "events", "duration_s",
     /// "sampling_stopped_at_s", "coupling_errors"}.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        // The time series are read in place, not copied first (a big result was held twice),
-        // with the GIL released: millions of rows take a while.
-        let (r, batches) = py.detach(|| {
-            self.with_sim(|s| {
-                let r = s.summaries();
-                let batches = tables::batches(&r, s.time_series());
-                Ok((r, batches))
-            })
-        })?;
-        // The schemas are fixed, so this is a bug if it happens.
-        let batches = batches.map_err(|e| {
-            SimulationInternalError::new_err(format!(
-                "internal error building the result tables ({e}; a bug: please report it)"
-            ))
-        })?;
-        let out = PyDict::new(py);
-        for (name, batch) in batches {
-            out.set_item(name, tables::to_pyarrow(py, batch)?)?;
-        }
-        let pk = PyDict::new(py);
-        pk.set_item("created", r.packets.created)?;
-        pk.set_item("delivered", r.packets.delivered)?;
-        pk.set_item("dropped", r.packets.dropped)?;
-        pk.set_item("in_flight", r.packets.in_flight)?;
-        out.set_item("packets", pk)?;
-        out.set_item("events", r.events)?;
-        out.set_item("sampling_stopped_at_s", r.sampling_stopped_at_s)?;
-        let ce = PyDict::new(py);
-        let e = r.coupling_errors;
-        for (k, v) in [
-            ("register", e.register),
-            ("update", e.update),
-            ("on_ack", e.on_ack),
-            ("leave", e.leave),
-            ("set_priority", e.set_priority),
-            ("fse", e.fse),
-        ] {
-            ce.set_item(k, v)?;
-        }
-        out.set_item("coupling_errors", ce)?;
-        out.set_item("duration_s", r.duration_s)?;
-        Ok(out)
+        outside_the_engine(|| {
+            // The time series are read in place, not copied first (a big result was held twice),
+            // with the GIL released: millions of rows take a while.
+            let (r, batches) = py.detach(|| {
+                self.with_sim(|s| {
+                    let r = s.summaries();
+                    let batches = tables::batches(&r, s.time_series());
+                    Ok((r, batches))
+                })
+            })?;
+            // The schemas are fixed, so this is a bug if it happens.
+            let batches = batches.map_err(|e| {
+                SimulationInternalError::new_err(format!(
+                    "internal error building the result tables ({e}; a bug: please report it)"
+                ))
+            })?;
+            let out = PyDict::new(py);
+            for (name, batch) in batches {
+                out.set_item(name, tables::to_pyarrow(py, batch)?)?;
+            }
+            let pk = PyDict::new(py);
+            pk.set_item("created", r.packets.created)?;
+            pk.set_item("delivered", r.packets.delivered)?;
+            pk.set_item("dropped", r.packets.dropped)?;
+            pk.set_item("in_flight", r.packets.in_flight)?;
+            out.set_item("packets", pk)?;
+            out.set_item("events", r.events)?;
+            out.set_item("sampling_stopped_at_s", r.sampling_stopped_at_s)?;
+            let ce = PyDict::new(py);
+            let e = r.coupling_errors;
+            for (k, v) in [
+                ("register", e.register),
+                ("update", e.update),
+                ("on_ack", e.on_ack),
+                ("leave", e.leave),
+                ("set_priority", e.set_priority),
+                ("fse", e.fse),
+            ] {
+                ce.set_item(k, v)?;
+            }
+            out.set_item("coupling_errors", ce)?;
+            out.set_item("duration_s", r.duration_s)?;
+            Ok(out)
+        })
     }
 }
 
