@@ -184,3 +184,34 @@ def test_red_defaults_are_ns2s_whatever_the_key_order():
                 "min_th_pkts": 5, "limit_pkts": 40, "kind": "red"})
     assert short == full
     assert VARIANTS["red"]["properties"]["max_p"]["default"] == 0.1
+
+
+def test_shared_values_cannot_blow_up_and_pythons_numbers_read_as_before() -> None:
+    """Review of issue 14: a key before `kind` is kept while the spec is read; a list holding
+    itself twice, 40 levels deep (41 Python objects), expanded to 2^40 values and aborted the
+    interpreter. Every value now has at most MAX_PARTS entries and items in all, and is refused
+    at once beyond that. And values PyO3's own extraction read before the serde reader still
+    read: numpy bools, numpy arrays and ranges as lists, 0-d arrays for floats. (A Python int
+    beyond 64 bits is refused as an integer, with its value: no field needs one.)"""
+    import time
+    import numpy as np
+
+    s = Simulation(seed=1)
+    a, b = s.add_node("a"), s.add_node("b")
+    x = 0
+    for _ in range(40):
+        x = [x, x]
+    t0 = time.monotonic()
+    for spec in ({"oops": x}, {"kind": "random_drop", "p": 0.1, "inner": {"oops": x}}):
+        with pytest.raises(SimulationError, match="more than 100000 dict entries and list items"):
+            s.add_link(a, b, 1e6, 0.01, queue=spec)
+    assert time.monotonic() - t0 < 5.0
+    with pytest.raises(SimulationError, match="more than 100000"):
+        s.add_link(a, b, 1e6, 0.01, queue={"kind": "wrr", "classes": range(10**12)})
+    red = {"kind": "red", "limit_pkts": 83, "gentle": np.True_, "max_th_pkts": 30,
+           "max_p": np.asarray(0.1)}
+    s.add_link(a, b, 1e6, 0.01, queue=red)
+    wrr = {"kind": "wrr", "classes": [
+        {"dscps": np.array([46, 34]), "weight": 2, "queue": {"kind": "drop_tail", "limit_pkts": 10}},
+        {"dscps": range(0, 2), "weight": 1, "queue": {"kind": "drop_tail", "limit_pkts": 10}}]}
+    s.add_link(b, a, 1e6, 0.01, queue=wrr)

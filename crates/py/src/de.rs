@@ -4,18 +4,30 @@
 //! its errors say where (the crate tracks the path). Integers and floats of other types (numpy's)
 //! are read through `__index__` and `__float__`, as PyO3's own conversions read them.
 //!
+//! Other sequences (numpy arrays, ranges) read as lists and numpy bools as bools, as PyO3's own
+//! extraction reads them.
+//!
 //! Nothing is converted ahead: a value is read only as far as the type asks for it, so a dict
 //! that contains itself is followed only until the type's own bound stops it. Whatever the type,
-//! dicts and lists nested deeper than [`MAX_DEPTH`] are refused (serde_json's bound).
+//! dicts and lists nested deeper than [`MAX_DEPTH`] are refused (serde_json's bound), and one
+//! value has at most [`MAX_PARTS`] entries and items in all.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde::de::{self, DeserializeSeed, Expected, IntoDeserializer, MapAccess, SeqAccess};
 use serde::de::{Unexpected, Visitor};
+use std::cell::Cell;
 use std::fmt;
+use std::rc::Rc;
 
 /// The deepest nesting of dicts and lists read.
 pub const MAX_DEPTH: usize = 128;
+
+/// The most dict entries and list items one value may have, all levels together. A reader that
+/// keeps what it reads (a spec buffers the keys before `kind`) would otherwise expand a list that
+/// holds itself twice, 40 levels deep (41 Python objects), into 2^40 values and abort the
+/// interpreter on allocation failure (review of issue 14).
+pub const MAX_PARTS: usize = 100_000;
 
 /// A problem reading a value; the crate's reader adds the path.
 #[derive(Debug)]
@@ -56,6 +68,21 @@ impl From<PyErr> for Error {
 pub struct Value<'py> {
     obj: Bound<'py, PyAny>,
     depth: usize,
+    /// Parts left to read, shared by every part of one top-level value ([`MAX_PARTS`]).
+    parts: Rc<Cell<usize>>,
+}
+
+/// Counts one more part read.
+fn take_part(parts: &Cell<usize>) -> Result<(), Error> {
+    match parts.get().checked_sub(1) {
+        Some(left) => {
+            parts.set(left);
+            Ok(())
+        }
+        None => Err(Error(format!(
+            "the value has more than {MAX_PARTS} dict entries and list items"
+        ))),
+    }
 }
 
 impl<'py> Value<'py> {
@@ -63,6 +90,7 @@ impl<'py> Value<'py> {
         Value {
             obj: obj.clone(),
             depth: 0,
+            parts: Rc::new(Cell::new(MAX_PARTS)),
         }
     }
 
@@ -98,14 +126,21 @@ impl<'py> Value<'py> {
             items: items.into_iter(),
             value: None,
             depth: self.depth + 1,
+            parts: self.parts.clone(),
         })
     }
 
     fn items(&self, items: Vec<Bound<'py, PyAny>>) -> Result<Items<'py>, Error> {
         self.nested()?;
+        if items.len() > self.parts.get() {
+            return Err(Error(format!(
+                "the value has more than {MAX_PARTS} dict entries and list items"
+            )));
+        }
         Ok(Items {
             items: items.into_iter(),
             depth: self.depth + 1,
+            parts: self.parts.clone(),
         })
     }
 }
@@ -127,6 +162,10 @@ fn int<'de, V: Visitor<'de>>(o: &Bound<'_, PyAny>, v: V) -> Result<V::Value, Err
         v.visit_i64(x)
     } else if let Ok(x) = o.extract::<u64>() {
         v.visit_u64(x)
+    } else if let (false, Ok(x)) = (o.is_instance_of::<PyInt>(), o.extract::<f64>()) {
+        // A value whose __index__ refuses but __float__ answers (a 0-d numpy array): a float, as
+        // PyO3's f64 extraction reads it. (A Python int beyond 64 bits stays an integer error.)
+        v.visit_f64(x)
     } else {
         Err(de::Error::invalid_value(
             Unexpected::Other(&format!("integer {}", short(o))),
@@ -156,6 +195,16 @@ impl<'de, 'py> de::Deserializer<'de> for Value<'py> {
             v.visit_seq(self.items(l.iter().collect())?)
         } else if let Ok(t) = o.cast::<PyTuple>() {
             v.visit_seq(self.items(t.iter().collect())?)
+        } else if let Ok(b) = o.extract::<bool>() {
+            v.visit_bool(b) // numpy.bool_, as PyO3's bool extraction reads it
+        } else if o.len().is_ok() && o.hasattr("__getitem__")? {
+            // Other sequences (a numpy array, a range, bytes), as PyO3's Vec extraction reads
+            // them; their length is bounded by MAX_PARTS as they are read.
+            let items = o
+                .try_iter()?
+                .take(self.parts.get() + 1)
+                .collect::<PyResult<Vec<_>>>()?;
+            v.visit_seq(self.items(items)?)
         } else if o.hasattr("__index__")? {
             int(o, v)
         } else if let Ok(x) = o.extract::<f64>() {
@@ -222,6 +271,7 @@ struct Entries<'py> {
     items: std::vec::IntoIter<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     value: Option<Bound<'py, PyAny>>,
     depth: usize,
+    parts: Rc<Cell<usize>>,
 }
 
 impl<'de, 'py> MapAccess<'de> for Entries<'py> {
@@ -234,10 +284,12 @@ impl<'de, 'py> MapAccess<'de> for Entries<'py> {
         let Some((k, v)) = self.items.next() else {
             return Ok(None);
         };
+        take_part(&self.parts)?;
         self.value = Some(v);
         seed.deserialize(Value {
             obj: k,
             depth: self.depth,
+            parts: self.parts.clone(),
         })
         .map(Some)
     }
@@ -250,6 +302,7 @@ impl<'de, 'py> MapAccess<'de> for Entries<'py> {
         seed.deserialize(Value {
             obj: v,
             depth: self.depth,
+            parts: self.parts.clone(),
         })
     }
 
@@ -262,6 +315,7 @@ impl<'de, 'py> MapAccess<'de> for Entries<'py> {
 struct Items<'py> {
     items: std::vec::IntoIter<Bound<'py, PyAny>>,
     depth: usize,
+    parts: Rc<Cell<usize>>,
 }
 
 impl<'de, 'py> SeqAccess<'de> for Items<'py> {
@@ -272,12 +326,15 @@ impl<'de, 'py> SeqAccess<'de> for Items<'py> {
         seed: T,
     ) -> Result<Option<T::Value>, Error> {
         match self.items.next() {
-            Some(obj) => seed
-                .deserialize(Value {
+            Some(obj) => {
+                take_part(&self.parts)?;
+                seed.deserialize(Value {
                     obj,
                     depth: self.depth,
+                    parts: self.parts.clone(),
                 })
-                .map(Some),
+                .map(Some)
+            }
             None => Ok(None),
         }
     }

@@ -163,9 +163,11 @@ impl Scheduler {
     /// Puts an event in the ring if its time is within the ring's span, in the far heap otherwise.
     #[inline(always)]
     fn place(&mut self, t: u64, ev: Event) {
-        let slot = t >> self.shift;
-        // An event before the clock's bucket wraps to the far heap, which runs it next.
-        if slot.wrapping_sub(self.base >> self.shift) >= u64::from(BUCKETS) {
+        let (slot, base_slot) = (t >> self.shift, self.base >> self.shift);
+        // An event before the clock's bucket goes to the far heap, which runs it next; so does
+        // one beyond the ring's span. (Said outright, not by wrapping: near u64::MAX a past
+        // event's difference wrapped into the ring; review of issue 14.)
+        if slot < base_slot || slot - base_slot >= u64::from(BUCKETS) {
             self.far_seq += 1;
             self.far.push(Reverse((t, self.far_seq, ev)));
             self.far_first = self.far_first.min(t);
@@ -524,6 +526,22 @@ mod tests {
             drain(&mut s),
             [(10, 4), (999_999, 3), (1_000_050, 1), (1_020_000, 2)]
         );
+    }
+
+    /// The reviewer's case: with the finest buckets and the clock near u64::MAX, a past event's
+    /// bucket difference wrapped into the ring and ran after a later event.
+    #[test]
+    fn a_past_event_near_the_end_of_time_still_runs_first() {
+        let mut s = Scheduler {
+            shift: 0,
+            ..Scheduler::default()
+        };
+        s.schedule(Instant::from_nanos(u64::MAX), Event::Udp(0));
+        assert_eq!(pop(&mut s, u64::MAX), Some((u64::MAX, 0)));
+        s.schedule(Instant::from_nanos(u64::MAX), Event::Udp(1));
+        s.schedule(Instant::from_nanos(100), Event::Udp(2));
+        s.schedule(Instant::from_nanos(10), Event::Udp(3));
+        assert_eq!(drain(&mut s), [(10, 3), (100, 2), (u64::MAX, 1)]);
     }
 
     /// Random runs against the model through phases that move the bucket width both ways:
