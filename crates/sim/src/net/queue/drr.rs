@@ -50,11 +50,12 @@ pub struct Drr {
 impl Drr {
     /// `name` is the parameter path used in errors (`link[0].queue.quantum_bytes`).
     pub fn new(limit_pkts: usize, quantum_bytes: u32, name: &str) -> Result<Self, SimError> {
-        if limit_pkts == 0 {
+        if limit_pkts == 0 || limit_pkts > super::MAX_QUEUE_PKTS {
+            // Bounded as every other queue's limit is (issue 13).
             return Err(SimError::invalid(
                 format!("{name}.limit_pkts"),
-                0,
-                "a shared limit of at least 1 packet",
+                limit_pkts,
+                "a shared limit of 1 to 1e6 packets (MAX_QUEUE_PKTS)",
             ));
         }
         if quantum_bytes == 0 {
@@ -174,7 +175,7 @@ impl Queue for Drr {
 
 #[cfg(test)]
 mod tests {
-    use super::super::QueueConfig;
+    use super::super::{QueueConfig, MAX_QUEUE_PKTS};
     use super::*;
     use crate::packet::PacketId;
     use crate::rng::seeded;
@@ -327,6 +328,15 @@ mod tests {
             e.to_string().contains("invalid link[5].queue.limit_pkts:"),
             "{e}"
         );
+        // Bounded as every queue's limit is (issue 13 bounded drop-tail; the review of issue 14
+        // found DRR's unbounded).
+        let e = QueueConfig::Drr {
+            limit_pkts: MAX_QUEUE_PKTS + 1,
+            quantum_bytes: 1500,
+        }
+        .build("link[5].queue")
+        .unwrap_err();
+        assert!(e.to_string().contains("1 to 1e6 packets"), "{e}");
         let e = QueueConfig::Drr {
             limit_pkts: 10,
             quantum_bytes: 0,

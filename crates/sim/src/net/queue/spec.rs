@@ -296,7 +296,7 @@ pub struct WrrClassSpec {
 #[serde(deny_unknown_fields)]
 pub struct DrrSpec {
     /// The buffer all flows share, packets.
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = MAX_QUEUE_PKTS))]
     pub limit_pkts: usize,
     /// Bytes each backlogged flow may send per round.
     #[serde(default = "ns2::quantum_bytes")]
