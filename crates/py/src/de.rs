@@ -79,10 +79,14 @@ fn take_part(parts: &Cell<usize>) -> Result<(), Error> {
             parts.set(left);
             Ok(())
         }
-        None => Err(Error(format!(
-            "the value has more than {MAX_PARTS} dict entries and list items"
-        ))),
+        None => Err(too_many_parts()),
     }
+}
+
+fn too_many_parts() -> Error {
+    Error(format!(
+        "the value has more than {MAX_PARTS} dict entries and list items"
+    ))
 }
 
 impl<'py> Value<'py> {
@@ -133,9 +137,7 @@ impl<'py> Value<'py> {
     fn items(&self, items: Vec<Bound<'py, PyAny>>) -> Result<Items<'py>, Error> {
         self.nested()?;
         if items.len() > self.parts.get() {
-            return Err(Error(format!(
-                "the value has more than {MAX_PARTS} dict entries and list items"
-            )));
+            return Err(too_many_parts());
         }
         Ok(Items {
             items: items.into_iter(),

@@ -32,6 +32,11 @@ pyo3::create_exception!(
     "A bug in the simulator (a panic inside the engine, caught): the simulation is closed. Please report it."
 );
 
+/// A congestion control by its registry name.
+fn parse_cc(cc: &str) -> PyResult<CcKind> {
+    CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))
+}
+
 fn sim_err(e: SimError) -> PyErr {
     SimulationError::new_err(e.to_string())
 }
@@ -417,8 +422,7 @@ impl PySimulation {
         dscp: u8,
     ) -> PyResult<u32> {
         outside_the_engine(|| {
-            let kind =
-                CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
+            let kind = parse_cc(cc)?;
             let tcp = TcpConfig {
                 mss,
                 initial_cwnd_pkts,
@@ -499,8 +503,7 @@ impl PySimulation {
         cc: &str,
     ) -> PyResult<Vec<u32>> {
         outside_the_engine(|| {
-            let kind =
-                CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))?;
+            let kind = parse_cc(cc)?;
             let web = WebWorkload {
                 load_bps,
                 mean_size_bytes,
