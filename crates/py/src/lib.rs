@@ -9,6 +9,7 @@
 mod convert;
 mod de;
 mod flowmodel;
+mod linux;
 mod fse;
 mod sim;
 mod tables;
@@ -37,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tcb::TcbInit>()?;
     sim::add(m)?;
     flowmodel::add(m)?;
+    linux::add(m)?;
     m.add(
         "FSE_ALGORITHMS",
         PyTuple::new(m.py(), fse::algorithm_names())?,
