@@ -19,7 +19,7 @@ from rich.table import Table
 
 from macroflow import demo
 from macroflow._native import SimulationError
-from macroflow.results import StoreError, load_results, run_to_store
+from macroflow.results import ENGINES, StoreError, load_results, run_to_store
 from macroflow.scenario import ScenarioError, load, with_duration
 from macroflow.console import console, sweep_progress
 from macroflow.sweeps import SweepError, SweepProgress, plan_file, sweep
@@ -42,13 +42,16 @@ def run_cmd(
     file: pathlib.Path = typer.Argument(..., help="a scenario file (TOML), e.g. scenarios/coupled_vs_uncoupled_dumbbell.toml"),
     out: pathlib.Path = typer.Option(pathlib.Path("out/results"), help="results store: one directory per run, keyed by a hash"),
     duration: Optional[float] = typer.Option(None, help="override the scenario's duration_s (seconds)"),
+    engine: str = typer.Option("sim", help="sim (the simulator) or linux (real kernel TCP in network namespaces; root)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ) -> None:
-    """Run one scenario file on the simulator and store its results.
+    """Run one scenario file on the simulator (or real Linux) and store its results.
 
-    FILE is validated first (nothing runs on an invalid file); the run shows simulated time, and
-    its tables are stored as Parquet with a manifest under OUT/<hash>. A run already in the store
-    is not repeated."""
+    FILE is validated first (nothing runs on an invalid file; with --engine linux, nor on one the
+    kernel or the engine cannot run); the run shows its time, and its tables are stored as Parquet
+    with a manifest under OUT/<hash>. A run already in the store is not repeated."""
+    if engine not in ENGINES:
+        _fail(f"--engine {engine}: expected one of {', '.join(ENGINES)}")
     try:
         sc = load(file)
     except ScenarioError as e:
@@ -58,14 +61,22 @@ def run_cmd(
             sc = with_duration(sc, duration, "--duration")
         except ScenarioError as e:
             _fail(str(e))
+    if engine == "linux":
+        from macroflow.linux import LinuxEngineError, check
+
+        try:
+            check(sc)  # before the progress bar: a refusal is one clear message
+        except LinuxEngineError as e:
+            _fail(f"{file}: {e}")
+    unit = "s simulated" if engine == "sim" else "s on Linux"
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} s simulated"),
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} " + unit),
         TimeElapsedColumn(), console=console, disable=quiet,
     ) as prog:
         task = prog.add_task(sc.name, total=sc.duration_s)
         try:
-            path = run_to_store(sc, out, progress=lambda t: prog.update(task, completed=t))
-        except (StoreError, SimulationError) as e:
+            path = run_to_store(sc, out, progress=lambda t: prog.update(task, completed=t), engine=engine)
+        except (StoreError, SimulationError, ScenarioError) as e:
             _fail(str(e))
         prog.update(task, completed=sc.duration_s)
     t = load_results(path)
@@ -93,6 +104,7 @@ def sweep_cmd(
     workers: Optional[int] = typer.Option(None, help="local processes (default: one per CPU)"),
     ray: Optional[str] = typer.Option(None, help="run on Ray instead: a cluster address, 'auto', or 'local' for a private instance"),
     duration: Optional[float] = typer.Option(None, help="override the scenario's duration_s (seconds)"),
+    engine: str = typer.Option("sim", help="sim, or linux: real kernel TCP in network namespaces (root; one run at a time unless --workers)"),
     report: bool = typer.Option(True, help="write OUT/report.html when done"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ) -> None:
@@ -103,7 +115,7 @@ def sweep_cmd(
     sweep started again runs only what is missing. Example:
     macroflow sweep scenarios/coupled_vs_uncoupled_dumbbell.toml --set groups.0.kind=ccc,etcp --set topology.queue_pkts=40,83 --seeds 3"""
     try:
-        sc, jobs, meta = plan_file(file, set_, seeds, duration)
+        sc, jobs, meta = plan_file(file, set_, seeds, duration, engine=engine)
     except (ScenarioError, SweepError) as e:
         _fail(str(e))
     out = out or pathlib.Path("out/sweeps") / sc.name

@@ -24,13 +24,16 @@ __all__ = ["run", "sweep", "reproduce", "report", "load_results"]
 PathLike = Union[str, pathlib.Path]
 
 
-def run(scenario: Union[PathLike, Scenario], out: PathLike = "out/results", duration_s: Optional[float] = None) -> pathlib.Path:
+def run(scenario: Union[PathLike, Scenario], out: PathLike = "out/results", duration_s: Optional[float] = None,
+        engine: str = "sim") -> pathlib.Path:
     """Runs a scenario (a file or a validated :class:`~macroflow.scenario.Scenario`) into the
-    results store `out` unless it is stored already; returns the run's directory."""
+    results store `out` unless it is stored already; returns the run's directory. `engine` is
+    "sim" (the simulator) or "linux" (real kernel TCP in network namespaces, :mod:`macroflow.linux`)."""
+    _results.check_engine(engine)
     sc = scenario if isinstance(scenario, Scenario) else load(scenario)
     if duration_s is not None:
         sc = with_duration(sc, duration_s, "duration_s")
-    return _results.run_to_store(sc, out)
+    return _results.run_to_store(sc, out, engine=engine)
 
 
 def sweep(
@@ -41,13 +44,14 @@ def sweep(
     workers: Optional[int] = None,
     ray: Optional[str] = None,
     duration_s: Optional[float] = None,
+    engine: str = "sim",
 ) -> List[pathlib.Path]:
     """Runs a scenario file over a grid: `settings` maps dotted paths to values
     (``{"topology.queue_pkts": [40, 83]}``) or is a list of CLI-style ``"key=v1,v2"`` strings.
     Stored runs are skipped. Returns each job's run directory (grid order, seeds innermost);
     the store (default ``out/sweeps/<scenario name>``) also gets ``sweep.json``."""
     pairs = [(k, list(v)) for k, v in settings.items()] if isinstance(settings, Mapping) else list(settings)
-    sc, jobs, meta = _sweep.plan_file(scenario, pairs, seeds, duration_s)
+    sc, jobs, meta = _sweep.plan_file(scenario, pairs, seeds, duration_s, engine)
     store = pathlib.Path(out) if out is not None else pathlib.Path("out/sweeps") / sc.name
     return _sweep.sweep(jobs, store, workers=workers, ray=ray, meta=meta)
 

@@ -38,6 +38,16 @@ def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
+def _total(xs: Sequence[Optional[float]]) -> float:
+    """The sum of the known values; NaN when every value is unknown (null)."""
+    known = [x for x in xs if x is not None]
+    return float(sum(known)) if known or not xs else float("nan")
+
+
+def _largest(xs: Sequence[Optional[float]]) -> float:
+    return float(max((x for x in xs if x is not None), default=float("nan")))
+
+
 def jain(xs: Sequence[float], weights: Optional[Sequence[float]] = None) -> float:
     """Jain's fairness index (sum x)^2 / (n sum x^2) of `xs`, each divided by its weight first
     (so flows getting shares in proportion to their priorities score 1). NaN without flows."""
@@ -89,8 +99,10 @@ def summarize(t: Dict[str, pa.Table], priorities: Optional[Dict[int, float]] = N
         "jain_tcp": jain(tcp_g, weights),
         "mean_rtt_s": _mean([f["mean_rtt_s"] for f in tcp if f["mean_rtt_s"] is not None]),
         "retransmits": float(sum(f["retransmits"] for f in tcp)),
-        "timeouts": float(sum(f["timeouts"] for f in tcp)),
-        "max_burst_pkts": float(max((f["max_burst_pkts"] for f in tcp), default=float("nan"))),
+        # Null where an engine cannot observe them (the Linux engine: TCP_INFO has no count of
+        # timeouts, and bursts at an instant are not visible): NaN then, not 0.
+        "timeouts": _total([f["timeouts"] for f in tcp]),
+        "max_burst_pkts": _largest([f["max_burst_pkts"] for f in tcp]),
     }
     ids = set(bottleneck_links(t))
     links = [l for l in t["links"].to_pylist() if l["link"] in ids]
@@ -98,7 +110,7 @@ def summarize(t: Dict[str, pa.Table], priorities: Optional[Dict[int, float]] = N
     out["loss_ratio"] = sum(l["dropped_pkts"] for l in links) / offered if offered else 0.0
     out["utilization"] = sum(l["utilization"] for l in links) / len(links) if links else float("nan")
     out["mean_queue_pkts"] = sum(l["mean_queue_pkts"] for l in links) / len(links) if links else float("nan")
-    out["max_queue_pkts"] = float(max((l["max_queue_pkts"] for l in links), default=float("nan")))
+    out["max_queue_pkts"] = _largest([l["max_queue_pkts"] for l in links])
     # Mean packet size on the link from its own counters, so the delay needs no assumption.
     delays = [
         l["mean_queue_pkts"] * (l["tx_bytes"] / l["tx_pkts"]) * 8 / l["rate_bps"]

@@ -3,7 +3,8 @@ scenario (with its seed and parameters) and the code version, with a manifest.
 
 Layout of a store directory ``DIR``::
 
-    DIR/<key>/manifest.json      key, scenario (as validated), params (the sweep's settings,
+    DIR/<key>/manifest.json      key, engine (name; for linux: kernel, tools, delay line,
+                                 warnings), scenario (as validated), params (the sweep's settings,
                                  dotted path -> value), seed, version, tables, rows, summary
                                  (macroflow.metrics.summarize), priorities (TCP flow id -> priority)
     DIR/<key>/<table>.parquet    one per table of macroflow.sim.TABLES
@@ -77,10 +78,53 @@ def code_version() -> str:
     return _CODE_VERSION
 
 
-def run_key(sc: Scenario) -> str:
-    """The hash that names a run: the validated scenario (parameters and seed) and the code version."""
-    blob = json.dumps({"scenario": sc.model_dump(mode="json"), "version": code_version()}, sort_keys=True)
+#: The engines a scenario runs on: the simulator (the default) and real Linux TCP in network
+#: namespaces (:mod:`macroflow.linux`).
+ENGINES = ("sim", "linux")
+
+
+def check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+
+
+def run_key(sc: Scenario, engine: str = "sim") -> str:
+    """The hash that names a run: the validated scenario (parameters and seed), the code version,
+    and the engine when it is not the simulator (so a simulator run keeps its key)."""
+    check_engine(engine)
+    body: Dict[str, Any] = {"scenario": sc.model_dump(mode="json"), "version": code_version()}
+    if engine != "sim":
+        body["engine"] = engine
+    blob = json.dumps(body, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def run_engine(sc: Scenario, engine: str = "sim", progress: Optional[Callable[[float], None]] = None) -> Dict[str, pa.Table]:
+    """`sc`'s tables from `engine`."""
+    check_engine(engine)
+    if engine == "linux":
+        from macroflow import linux
+
+        return linux.run(sc, progress=progress)
+    return run(sc, progress=progress)
+
+
+def _engine_facts(engine: str, tables: Mapping[str, pa.Table]) -> Dict[str, Any]:
+    """What the manifest records of the engine: its name; for Linux, the kernel, the tools'
+    versions, what the kernel lacks, the delay line's counters, set-up time and CPU use, and the
+    run's warnings (a busy host, late samples, frames the delay line failed to carry)."""
+    if engine == "sim":
+        return {"name": "sim"}
+    meta = {k.decode(): v.decode() for k, v in (tables["flows"].schema.metadata or {}).items()}
+    return {
+        "name": engine,
+        "kernel": meta.get("linux_kernel", ""),
+        "tools": json.loads(meta.get("linux_tools", "{}")),
+        "capabilities": meta.get("linux_capabilities", ""),
+        "info": json.loads(meta.get("linux_info", "{}")),
+        "delay_line": json.loads(meta.get("linux_delay_line", "{}")),
+        "warnings": json.loads(meta.get("linux_warnings", "[]")),
+    }
 
 
 def write_json_atomic(path: pathlib.Path, data: Any) -> None:
@@ -101,11 +145,12 @@ def compute_run(
     sc: Scenario,
     params: Optional[Mapping[str, Any]] = None,
     progress: Optional[Callable[[float], None]] = None,
+    engine: str = "sim",
 ) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
-    """Runs `sc` and returns its manifest and its tables as Parquet bytes, ready for
+    """Runs `sc` on `engine` and returns its manifest and its tables as Parquet bytes, ready for
     :func:`store_run`. This is what sweep workers (local processes or Ray tasks) execute, so that
     only the driver writes to the store and a worker needs no shared file system."""
-    tables = run(sc, progress=progress)
+    tables = run_engine(sc, engine, progress)
     prio = _priorities(sc)
     blobs = {}
     for name, table in tables.items():
@@ -113,7 +158,8 @@ def compute_run(
         pq.write_table(table, buf)
         blobs[name] = buf.getvalue().to_pybytes()
     manifest = {
-        "key": run_key(sc),
+        "key": run_key(sc, engine),
+        "engine": _engine_facts(engine, tables),
         "scenario": sc.model_dump(mode="json"),
         "params": dict(params or {}),
         "seed": sc.seed,
@@ -281,16 +327,18 @@ def run_to_store(
     out: Union[str, pathlib.Path],
     params: Optional[Mapping[str, Any]] = None,
     progress: Optional[Callable[[float], None]] = None,
+    engine: str = "sim",
 ) -> pathlib.Path:
-    """Runs `sc` unless its result is already in `out`; returns the result directory. `params`
-    (the sweep's settings that produced `sc`) are recorded in the manifest; `progress` is passed
-    to :func:`macroflow.scenario.run`."""
-    if is_stored(out, run_key(sc)):
-        return pathlib.Path(out) / run_key(sc)
+    """Runs `sc` on `engine` unless its result is already in `out`; returns the result directory.
+    `params` (the sweep's settings that produced `sc`) are recorded in the manifest; `progress`
+    is passed to the engine's run."""
+    key = run_key(sc, engine)
+    if is_stored(out, key):
+        return pathlib.Path(out) / key
     p = pathlib.Path(out)
     if p.exists() and not p.is_dir():  # say so before the run, not after it
         raise StoreError(f"{p}: cannot store results: not a directory")
-    return store_run(out, *compute_run(sc, params, progress))
+    return store_run(out, *compute_run(sc, params, progress, engine))
 
 
 def load_results(path: Union[str, pathlib.Path]) -> Dict[str, pa.Table]:

@@ -49,6 +49,8 @@ MAX_RATE_BPS = 1e15
 MAX_TIME_S = 1e9
 #: The most time-series samples a run may take (duration / sample interval).
 MAX_SAMPLES = 1e7
+#: A kernel congestion control's name (TCP_CA_NAME_MAX is 16 bytes with the terminating zero).
+LINUX_CC_PATTERN = r"^[A-Za-z0-9_]{1,15}$"
 
 
 class _Strict(BaseModel):
@@ -223,6 +225,9 @@ class TcpFlow(_Endpoints):
     priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
     #: DSCP of its packets (WRR classifies by it).
     dscp: int = Field(default=0, ge=0, le=63)
+    #: The kernel congestion control on the linux engine (reno, cubic, bbr, a loaded BPF one);
+    #: default: cc's counterpart (macroflow.linux.KERNEL_CC). The simulator runs cc.
+    linux_cc: Optional[str] = Field(default=None, pattern=LINUX_CC_PATTERN)
 
 
 class MediaFlow(_Endpoints):
@@ -271,6 +276,8 @@ class WebFlow(_Endpoints):
     end_s: Optional[float] = Field(default=None, gt=0, le=MAX_TIME_S)
     pareto_shape: float = Field(default=1.2, gt=1)
     cc: CcName = "newreno"
+    #: As TcpFlow.linux_cc.
+    linux_cc: Optional[str] = Field(default=None, pattern=LINUX_CC_PATTERN)
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> "WebFlow":

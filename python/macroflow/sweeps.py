@@ -32,7 +32,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from macroflow.results import StoreError, clean_partials, code_version, compute_run, is_stored, run_key, store_run, write_json_atomic
+from macroflow.results import ENGINES, StoreError, clean_partials, code_version, compute_run, is_stored, run_key, store_run, write_json_atomic
 from macroflow.scenario import Scenario, ScenarioError, parse_toml, validate
 from macroflow.scenario import read as read_scenario
 
@@ -49,10 +49,11 @@ class Job:
 
     params: Dict[str, Any]
     scenario: Scenario
+    engine: str = "sim"
 
     @property
     def key(self) -> str:
-        return run_key(self.scenario)
+        return run_key(self.scenario, self.engine)
 
 
 def _scalar(text: str) -> Any:
@@ -111,9 +112,13 @@ def plan(
     settings: Sequence[Tuple[str, Sequence[Any]]] = (),
     seeds: Union[int, Sequence[int]] = 1,
     source: str = "<sweep>",
+    engine: str = "sim",
 ) -> List[Job]:
     """Every job of a sweep: the cartesian product of `settings` (key, values) times `seeds`
-    (a count, meaning the base seed and the ones after it, or explicit seeds), validated."""
+    (a count, meaning the base seed and the ones after it, or explicit seeds), validated (on the
+    linux engine, also planned: a point the engine cannot run stops the sweep before any runs)."""
+    if engine not in ENGINES:
+        raise SweepError(f"--engine {engine}: expected one of {', '.join(ENGINES)}")
     keys = [k for k, _ in settings]
     if len(set(keys)) != len(keys):
         raise SweepError(f"a key is set twice: {keys}")
@@ -137,19 +142,27 @@ def plan(
             data = set_path(data, k, v)
         for s in seed_list:
             label = ", ".join(f"{k}={v}" for k, v in params.items())
-            sc = validate(set_path(data, "seed", s), f"{source} [{label}{', ' if label else ''}seed={s}]")
-            jobs.append(Job(params, sc))
+            where = f"{source} [{label}{', ' if label else ''}seed={s}]"
+            sc = validate(set_path(data, "seed", s), where)
+            if engine == "linux":
+                from macroflow.linux import LinuxEngineError, plan as linux_plan
+
+                try:
+                    linux_plan(sc)
+                except LinuxEngineError as e:
+                    raise SweepError(f"{where}: {e}") from None
+            jobs.append(Job(params, sc, engine))
     return jobs
 
 
-def _work(scenario: Dict[str, Any], params: Dict[str, Any], version: str) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
+def _work(scenario: Dict[str, Any], params: Dict[str, Any], version: str, engine: str = "sim") -> Tuple[Dict[str, Any], Dict[str, bytes]]:
     """Runs one job in a worker (a pool process or a Ray task), which must run the driver's code:
     the driver keys and finds results by its own code version."""
     if code_version() != version:
         raise SweepError(f"a worker runs code {code_version()}, the driver {version}: the package was rebuilt or "
                          "changed after the sweep started, or a Ray node has another build; restart with one build")
     try:
-        return compute_run(validate(scenario, "<worker>"), params)
+        return compute_run(validate(scenario, "<worker>"), params, engine=engine)
     except Exception as e:
         # One line naming the point, picklable back to the driver (issue 13: chained tracebacks
         # that did not say which run failed, and aborted the sweep).
@@ -191,7 +204,7 @@ def _pool_engine(workers: int) -> Callable[[List[Job]], Iterable[Tuple[Dict[str,
         ctx = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_watch_parent,
                                     initargs=(os.getpid(),)) as ex:
-            futs = [ex.submit(_work, j.scenario.model_dump(mode="json"), j.params, code_version()) for j in todo]
+            futs = [ex.submit(_work, j.scenario.model_dump(mode="json"), j.params, code_version(), j.engine) for j in todo]
             try:
                 for f in cf.as_completed(futs):
                     try:
@@ -242,7 +255,7 @@ def _ray_engine(address: str) -> Callable[[List[Job]], Iterable[Tuple[Dict[str, 
                 raise SweepError(f"--ray {address}: cannot connect: {e}") from None
         try:
             remote = ray.remote(_work)
-            pending = [remote.remote(j.scenario.model_dump(mode="json"), j.params, code_version()) for j in todo]
+            pending = [remote.remote(j.scenario.model_dump(mode="json"), j.params, code_version(), j.engine) for j in todo]
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 try:
@@ -273,6 +286,18 @@ def sweep(
     out = pathlib.Path(out)
     if workers is not None and workers < 1:
         raise SweepError(f"--workers {workers}: expected at least 1")
+    linux = any(j.engine == "linux" for j in jobs)
+    if linux and ray:
+        raise SweepError("--ray: the linux engine runs in this machine's network namespaces; use the local pool")
+    if linux:
+        # Real TCP is distorted by CPU contention: one run at a time unless asked (issue 15).
+        workers = workers or 1
+        from macroflow.linux import LinuxEngineError, check
+
+        try:
+            check(next(j.scenario for j in jobs if j.engine == "linux"))  # root, tools, qdiscs: before anything runs
+        except LinuxEngineError as e:
+            raise SweepError(str(e)) from None
     keys = [j.key for j in jobs]
     unique: Dict[str, Job] = {}
     for j in jobs:
@@ -335,6 +360,7 @@ def plan_file(
     settings: Sequence[Union[str, Tuple[str, Sequence[Any]]]] = (),
     seeds: Union[int, Sequence[int]] = 1,
     duration_s: Optional[float] = None,
+    engine: str = "sim",
 ) -> Tuple[Scenario, List[Job], Dict[str, Any]]:
     """Plans a sweep of a scenario file from settings given CLI-style (``"key=v1,v2"``) or as
     (key, values) pairs; returns the base scenario, the jobs and the metadata for ``sweep.json``."""
@@ -347,9 +373,10 @@ def plan_file(
             raise SweepError(f"--duration: expected seconds > 0, got {duration_s}")
         base = set_path(base, "duration_s", duration_s)
     parsed = [parse_setting(s) if isinstance(s, str) else (s[0], list(s[1])) for s in settings]
-    jobs = plan(base, parsed, seeds, str(p))
+    jobs = plan(base, parsed, seeds, str(p), engine)
     meta = {
         "name": sc.name,
+        "engine": engine,
         "file": str(p),
         "grid": {k: v for k, v in parsed},
         "seeds": sorted({j.scenario.seed for j in jobs}),

@@ -1,0 +1,998 @@
+"""The Linux engine (issue 15): a scenario's topology as network namespaces on this machine, real
+kernel TCP between them, and the same Arrow tables as the simulator.
+
+    macroflow run --engine linux scenarios/coupled_vs_uncoupled_dumbbell.toml
+
+How a scenario becomes a testbed (every name and address is derived here, in :func:`plan`):
+
+- **Nodes**: one namespace per host and router (``mfl<pid>r<run>-n<i>``), each with its node
+  address ``10.255.x.y/32`` on ``lo``, forwarding on, IPv6 off, static routes (shortest paths in
+  hops, as the simulator's) with that address as source, and static neighbour entries (no ARP).
+- **Links**: a duplex link is one veth pair; each end's egress has the link's rate and queue: a
+  ``tbf`` (``stab overhead -14``, so rate and byte limits count IP bytes as the simulator does)
+  with a ``pfifo`` or ``bfifo`` child. A link with a delay or random loss passes through the
+  run's wire namespace (``...-w``), where the userspace delay line (``crates/linux``) bridges its
+  two halves: this kernel has no ``netem`` (:func:`capabilities` says what is there).
+- **Traffic and measurement**: one agent per node (``crates/linux``, the same build as this
+  module's ``_native``): TCP senders with a kernel congestion control per flow, sinks, UDP and web
+  traffic from the simulator's own generators, TCP_INFO and qdisc samples.
+
+Everything is checked before anything is created (:func:`check`: a feature the engine or this
+kernel cannot do is a :class:`LinuxEngineError` naming the field), and everything created is
+removed on success, failure, Ctrl-C and SIGTERM; a run also removes what runs of dead processes
+left (:func:`remove_stale`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from macroflow.scenario import Dumbbell, Graph, MediaFlow, ParkingLot, Scenario, ScenarioError, TcpFlow, UdpFlow, WebFlow
+
+__all__ = ["LinuxEngineError", "check", "plan", "capabilities", "run", "remove_stale", "live_namespaces", "KERNEL_CC"]
+
+
+class LinuxEngineError(ScenarioError):
+    """The Linux engine cannot run a scenario (a feature it or this kernel lacks, a missing tool or
+    privilege) or a run failed; the message names the field or the step."""
+
+
+#: The kernel's counterpart of each simulator congestion control (a flow's ``cc``); a flow may name
+#: any kernel one with ``linux_cc`` instead.
+KERNEL_CC = {"newreno": "reno", "newreno_abc": "reno", "reno_int": "reno", "cubic": "cubic", "vegas": "vegas"}
+#: Namespaces a run may create (nodes plus the wire namespace): each costs processes and memory.
+MAX_NODES = 64
+#: The shortest sampling interval the agents keep (they wake once per interval).
+MIN_SAMPLE_INTERVAL_S = 0.01
+#: The longest run (a day).
+MAX_DURATION_S = 86400.0
+#: The fastest link (tbf's rates are 64-bit; the delay line holds its delay to about 1 Gbit/s).
+MAX_RATE_BPS = 40e9
+#: Sinks listen on these ports in every node.
+TCP_PORT, UDP_PORT = 5001, 5002
+#: Ethernet header bytes, which tbf would otherwise count on top of the IP packet.
+ETH_HEADER_BYTES = 14
+#: A frame sent this much after its due time counts as late in the delay line's report.
+LATE_THRESHOLD_NS = 500_000
+PREFIX = "mfl"
+_NAME = re.compile(rf"^{PREFIX}(\d+)r(\d+)-")
+
+
+# --------------------------------------------------------------------------------------------
+# The plan: the testbed a scenario becomes, computed without touching the system.
+
+
+@dataclass
+class Queue:
+    """A drop-tail queue in packets or bytes, and the random loss before it (the delay line's)."""
+
+    limit_pkts: Optional[int]
+    limit_bytes: Optional[int]
+    loss: float = 0.0
+
+
+@dataclass
+class Link:
+    """One direction of a link, numbered as the simulator numbers it."""
+
+    id: int
+    src: int
+    dst: int
+    rate_bps: float
+    delay_s: float
+    queue: Queue
+    duplex: int  # index of the veth pair (one per duplex or simplex link)
+
+
+@dataclass
+class Pair:
+    """A veth pair (through the wire namespace when either direction has delay or loss)."""
+
+    index: int
+    a: int
+    b: int
+    ab: Optional[Link] = None
+    ba: Optional[Link] = None
+
+    @property
+    def wired(self) -> bool:
+        return any(l is not None and (l.delay_s > 0 or l.queue.loss > 0) for l in (self.ab, self.ba))
+
+    def dev(self, node: int) -> str:
+        return f"e{self.index}"
+
+    def addr(self, node: int) -> str:
+        """The link address of `node`'s end (10.<hi>.<lo>.1 or .2 on a /30)."""
+        hi, lo = divmod(self.index, 256)
+        return f"10.{hi}.{lo}.{1 if node == self.a else 2}"
+
+    def mac(self, node: int, wire: bool = False) -> str:
+        hi, lo = divmod(self.index, 256)
+        return f"02:00:{1 if wire else 0:02x}:{hi:02x}:{lo:02x}:{0x0a if node == self.a else 0x0b:02x}"
+
+
+@dataclass
+class Plan:
+    """The testbed of a scenario: nodes (simulator names), links in simulator id order, veth
+    pairs, next hops, and each flow's ends."""
+
+    nodes: List[str]
+    links: List[Link]
+    pairs: List[Pair]
+    measured: List[int]
+    #: (node, dst node) -> pair index of the first hop.
+    next_hop: Dict[Tuple[int, int], int]
+    ends: List[Tuple[int, int]]  # per scenario flow (web workloads too)
+    kernel_cc: Dict[int, str]  # scenario flow index -> kernel congestion control
+
+    def node_addr(self, n: int) -> str:
+        hi, lo = divmod(n + 1, 256)
+        return f"10.255.{hi}.{lo}"
+
+
+def _queue(spec: Optional[Dict[str, Any]], pkts: Optional[int], default_pkts: int, loss: float, where: str) -> Queue:
+    """A link's queue from the scenario's keywords or spec, or LinuxEngineError naming `where`."""
+    if spec is None:
+        return Queue(pkts if pkts is not None else default_pkts, None, loss)
+    kind = spec.get("kind")
+    if kind == "random_drop":
+        inner = _queue(spec.get("inner"), None, default_pkts, 0.0, f"{where}.inner")
+        return Queue(inner.limit_pkts, inner.limit_bytes, float(spec["p"]))
+    if kind == "drop_tail":
+        p, b = spec.get("limit_pkts"), spec.get("limit_bytes")
+        if p is None and b is None:
+            p = default_pkts
+        return Queue(int(p) if p is not None else None, int(b) if b is not None else None, loss)
+    raise LinuxEngineError(
+        f"{where}.kind = {kind!r}: the linux engine has drop_tail (pfifo/bfifo behind tbf) and random_drop "
+        f"(in the delay line); this kernel has no red, codel or fq, and wrr/drr/rio/token_bucket/loss_period "
+        f"are the simulator's")
+
+
+def _expand(sc: Scenario) -> Tuple[List[str], List[Link], List[Pair], Dict[str, int]]:
+    """Nodes, directed links (in the simulator's id order: each duplex link adds a->b then b->a),
+    veth pairs, and link ids by measure name, mirroring the simulator's topology builders."""
+    t = sc.topology
+    nodes: List[str] = []
+    links: List[Link] = []
+    pairs: List[Pair] = []
+    names: Dict[str, int] = {}
+
+    def node(name: str) -> int:
+        nodes.append(name)
+        return len(nodes) - 1
+
+    def duplex(a: int, b: int, rate: float, delay: float, q: Queue, both: bool = True) -> Tuple[int, Optional[int]]:
+        p = Pair(len(pairs), a, b)
+        pairs.append(p)
+        p.ab = Link(len(links), a, b, rate, delay, q, p.index)
+        links.append(p.ab)
+        if both:
+            p.ba = Link(len(links), b, a, rate, delay, q, p.index)
+            links.append(p.ba)
+        return p.ab.id, (p.ba.id if p.ba else None)
+
+    if isinstance(t, Dumbbell):
+        left, right = node("R1"), node("R2")
+        q = _queue(t.queue, t.queue_pkts, 83, t.random_drop, "topology.queue")
+        fwd, rev = duplex(left, right, t.bottleneck_rate_bps, t.bottleneck_delay_s, q)
+        names.update(bottleneck=fwd, reverse=rev)  # type: ignore[arg-type]
+        delays = t.access_delays_s if t.access_delays_s is not None else [0.001] * t.pairs
+        for i in range(t.pairs):
+            s, r = node(f"S{i + 1}"), node(f"D{i + 1}")
+            duplex(s, left, t.access_rate_bps, delays[i], Queue(1000, None))
+            duplex(right, r, t.access_rate_bps, delays[i], Queue(1000, None))
+    elif isinstance(t, ParkingLot):
+        q = _queue(t.queue, t.queue_pkts, 1000, 0.0, "topology.queue")
+        routers = []
+        for i in range(t.hops + 1):
+            r, h = node(f"R{i}"), node(f"H{i}")
+            duplex(h, r, t.access_rate_bps, t.access_delay_s, Queue(10_000, None))
+            routers.append(r)
+        for i in range(t.hops):
+            names[f"hop{i}"] = duplex(routers[i], routers[i + 1], t.rate_bps, t.delay_s, q)[0]
+    else:
+        ids = {n: node(n) for n in t.nodes}
+        for i, l in enumerate(t.links):
+            q = _queue(l.queue, l.queue_pkts, 1000, 0.0, f"topology.links.{i}.queue")
+            f, r = duplex(ids[l.from_], ids[l.to], l.rate_bps, l.delay_s, q, l.duplex)
+            names[f"{l.from_}->{l.to}"] = f
+            if r is not None:
+                names[f"{l.to}->{l.from_}"] = r
+    return nodes, links, pairs, names
+
+
+def _next_hops(n_nodes: int, links: List[Link], pairs: List[Pair]) -> Dict[Tuple[int, int], int]:
+    """For every (node, destination) the pair of its first hop: a breadth-first search backwards
+    from each destination over directed links, the lowest link id among the links one hop closer
+    (the simulator's rule: shortest paths in hops)."""
+    into: Dict[int, List[Link]] = {}
+    for l in links:
+        into.setdefault(l.dst, []).append(l)
+    out: Dict[Tuple[int, int], int] = {}
+    for d in range(n_nodes):
+        dist = {d: 0}
+        frontier = deque([d])
+        while frontier:
+            v = frontier.popleft()
+            for l in into.get(v, []):
+                if l.src not in dist:
+                    dist[l.src] = dist[v] + 1
+                    frontier.append(l.src)
+        for l in sorted(links, key=lambda l: l.id):
+            if l.src in dist and l.dst in dist and l.src != d and dist[l.dst] == dist[l.src] - 1:
+                out.setdefault((l.src, d), l.duplex)
+    return out
+
+
+def plan(sc: Scenario) -> Plan:
+    """The testbed `sc` becomes, or LinuxEngineError naming the first field the engine cannot do.
+    Touches nothing on the system (see :func:`check` for what this kernel has)."""
+    for i, f in enumerate(sc.flows):
+        if isinstance(f, MediaFlow):
+            raise LinuxEngineError(
+                f"flows.{i}: a media flow's rate controller runs inside the simulator; the linux engine "
+                f"runs tcp, udp and web flows")
+    for i, g in enumerate(sc.groups):
+        if g.couples:
+            raise LinuxEngineError(
+                f"groups.{i}.kind = {g.kind!r}: coupling real kernel connections is the BPF ctrlTCP (issue 16), "
+                f"not built yet; the linux engine runs groups of kind 'none' (uncoupled)")
+    if sc.duration_s > MAX_DURATION_S:
+        raise LinuxEngineError(f"duration_s = {sc.duration_s}: the linux engine runs in real time, at most {MAX_DURATION_S:g} s")
+    if 0 < sc.sample_interval_s < MIN_SAMPLE_INTERVAL_S:
+        raise LinuxEngineError(
+            f"sample_interval_s = {sc.sample_interval_s}: the linux engine samples at most every {MIN_SAMPLE_INTERVAL_S} s")
+    nodes, links, pairs, names = _expand(sc)
+    if len(nodes) + 1 > MAX_NODES:
+        raise LinuxEngineError(
+            f"topology: {len(nodes)} nodes; the linux engine creates a namespace per node and runs at most {MAX_NODES - 1}")
+    for l in links:
+        if l.rate_bps > MAX_RATE_BPS:
+            raise LinuxEngineError(f"topology: link {nodes[l.src]}->{nodes[l.dst]} at {l.rate_bps:g} bit/s; at most {MAX_RATE_BPS:g}")
+    kernel_cc: Dict[int, str] = {}
+    for i, f in enumerate(sc.flows):
+        if isinstance(f, (TcpFlow, WebFlow)):
+            cc = f.linux_cc or KERNEL_CC.get(f.cc)
+            if cc is None:
+                raise LinuxEngineError(
+                    f"flows.{i}.cc = {f.cc!r}: the kernel has no counterpart of the simulator's {f.cc}; name a kernel "
+                    f"one with flows.{i}.linux_cc (counterparts: {KERNEL_CC})")
+            kernel_cc[i] = cc
+    if isinstance(sc.topology, Dumbbell):
+        ends = [(1 + 2 * f.pair + 1, 1 + 2 * f.pair + 2) for f in sc.flows]  # S{pair+1}, D{pair+1}
+    else:
+        ids = {n: i for i, n in enumerate(nodes)}
+        ends = [(ids[f.src], ids[f.dst]) for f in sc.flows]
+    measured = sc.measure_links if sc.measure_links is not None else (
+        ["bottleneck"] if isinstance(sc.topology, Dumbbell) else list(names))
+    return Plan(nodes, links, pairs, [names[m] for m in measured], _next_hops(len(nodes), links, pairs), ends, kernel_cc)
+
+
+# --------------------------------------------------------------------------------------------
+# What this machine can do, checked at run time.
+
+
+@dataclass
+class Capabilities:
+    root: bool
+    tools: Dict[str, str]  # tool -> version line ("" when missing)
+    qdiscs: Dict[str, bool]
+    congestion_controls: List[str]
+    kernel: str
+    missing: List[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        have = [k for k, v in self.qdiscs.items() if v]
+        lack = [k for k, v in self.qdiscs.items() if not v]
+        return (f"kernel {self.kernel}; qdiscs present: {', '.join(have)}; absent: {', '.join(lack) or 'none'}; "
+                f"congestion controls: {', '.join(self.congestion_controls)}")
+
+
+#: Qdiscs probed: what the engine uses and what it would use if present.
+PROBED_QDISCS = ("tbf", "htb", "pfifo", "bfifo", "netem", "fq", "fq_codel", "red", "sfq", "codel", "prio")
+TOOLS = {"ip": ["ip", "-V"], "tc": ["tc", "-V"], "ethtool": ["ethtool", "--version"]}
+_CAPS: Optional[Capabilities] = None
+
+
+def _sh(args: Sequence[str], input: Optional[str] = None, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    p = subprocess.run(list(args), input=input, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise LinuxEngineError(f"`{' '.join(args)}` failed ({p.returncode}): {(p.stderr or p.stdout).strip()[:2000]}")
+    return p
+
+
+def capabilities(refresh: bool = False) -> Capabilities:
+    """Root, the tools, the qdiscs and congestion controls this kernel has (probed in a scratch
+    namespace, removed at once), cached per process."""
+    global _CAPS
+    if _CAPS is not None and not refresh:
+        return _CAPS
+    tools = {}
+    for name, cmd in TOOLS.items():
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+            tools[name] = (p.stdout or p.stderr).strip().splitlines()[0] if p.returncode == 0 else ""
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            tools[name] = ""
+    caps = Capabilities(os.geteuid() == 0, tools, {q: False for q in PROBED_QDISCS}, [], os.uname().release)
+    caps.missing += [f"the tool {t} (Debian: {'iproute2' if t in ('ip', 'tc') else t})" for t, v in tools.items() if not v]
+    if not caps.root:
+        caps.missing.append("root (network namespaces, qdiscs and AF_PACKET need CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+    try:
+        caps.congestion_controls = pathlib.Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    except OSError:
+        caps.missing.append("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    if caps.root and tools.get("ip") and tools.get("tc"):
+        probe = f"{PREFIX}{os.getpid()}r0-probe"
+        try:
+            p = _sh(["ip", "netns", "add", probe], check=False)
+            if p.returncode != 0:
+                caps.missing.append(f"network namespaces (`ip netns add` failed: {p.stderr.strip()})")
+            else:
+                for q in PROBED_QDISCS:
+                    extra = {"tbf": ["rate", "1mbit", "burst", "3000", "limit", "3000"], "htb": ["default", "1"]}.get(q, [])
+                    r = _sh(["tc", "-n", probe, "qdisc", "replace", "dev", "lo", "root", q, *extra], check=False)
+                    caps.qdiscs[q] = r.returncode == 0
+                _sh(["tc", "-n", probe, "qdisc", "del", "dev", "lo", "root"], check=False)
+                caps.missing += [f"the {q} qdisc" for q in ("tbf", "pfifo", "bfifo") if not caps.qdiscs[q]]
+        finally:
+            _sh(["ip", "netns", "del", probe], check=False)
+    _CAPS = caps
+    return caps
+
+
+def _cc_available(name: str) -> bool:
+    """Whether the kernel takes `name` as a socket's congestion control (which also loads a module
+    that provides it, as the agents' sockets would)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
+            return True
+        except OSError:
+            return False
+
+
+def check(sc: Scenario) -> Plan:
+    """The plan of `sc` after checking this machine can run it (root, tools, qdiscs, each flow's
+    congestion control); LinuxEngineError naming the field or what is missing otherwise. Nothing
+    is left on the system (the qdisc probe's scratch namespace is removed at once)."""
+    p = plan(sc)
+    caps = capabilities()
+    if caps.missing:
+        raise LinuxEngineError("the linux engine cannot run on this machine: missing " + "; ".join(caps.missing)
+                               + f" ({caps.describe() if caps.root else 'not root'})")
+    for i, cc in sorted(p.kernel_cc.items()):
+        if not _cc_available(cc):
+            key = "linux_cc" if sc.flows[i].linux_cc else "cc"  # type: ignore[union-attr]
+            raise LinuxEngineError(
+                f"flows.{i}.{key}: this kernel has no congestion control {cc!r} (available: "
+                f"{' '.join(caps.congestion_controls)}; a module or a loaded BPF one adds more)")
+    return p
+
+
+# --------------------------------------------------------------------------------------------
+# Names, stale runs, cleanup.
+
+_RUNS = iter(range(1, 1 << 62))
+
+
+def live_namespaces(own_only: bool = False) -> List[str]:
+    """The namespaces of this engine's runs on the machine (of this process only when `own_only`)."""
+    p = _sh(["ip", "netns", "list"], check=False)
+    names = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+    mine = [n for n in names if _NAME.match(n)]
+    if own_only:
+        mine = [n for n in mine if int(_NAME.match(n).group(1)) == os.getpid()]  # type: ignore[union-attr]
+    return mine
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _delete_namespaces(names: Sequence[str]) -> List[str]:
+    """Kills every process in each namespace, then deletes them; returns the errors (never raises:
+    cleanup must go on)."""
+    errors = []
+    for ns in names:
+        p = _sh(["ip", "netns", "pids", ns], check=False)
+        for pid in p.stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+    for ns in names:
+        p = _sh(["ip", "netns", "del", ns], check=False)
+        if p.returncode != 0 and "No such file" not in p.stderr:
+            errors.append(f"ip netns del {ns}: {p.stderr.strip()}")
+    return errors
+
+
+def remove_stale() -> int:
+    """Removes the namespaces (and their processes) of runs whose process is gone (killed with
+    SIGKILL, or a machine that lost power); returns how many namespaces."""
+    stale = [n for n in live_namespaces() if not _alive(int(_NAME.match(n).group(1)))]  # type: ignore[union-attr]
+    _delete_namespaces(stale)
+    return len(stale)
+
+
+class _Terminated(SystemExit):
+    """SIGTERM or SIGHUP during a run: unwinds through the cleanup, then exits 128 + signal."""
+
+
+# --------------------------------------------------------------------------------------------
+# The testbed.
+
+#: Loads the engine's native module by path in a bare interpreter (no site, no package import: an
+#: agent starts in tens of milliseconds) and runs one of crates/linux's programs.
+_BOOT = (
+    "import sys, importlib.util as u\n"
+    "s = u.spec_from_file_location('macroflow._native', sys.argv[1]); m = u.module_from_spec(s); s.loader.exec_module(m)\n"
+    "m.linux_main(sys.argv[2:])\n"
+)
+
+#: Per-namespace kernel settings: what the simulator does not model is turned off where Linux
+#: allows (ECN, the metrics cache, slow start after idle), buffers that never limit a flow.
+NODE_SYSCTLS = {
+    "net.ipv4.ip_forward": "1",
+    "net.ipv4.conf.all.rp_filter": "0",
+    "net.ipv4.conf.default.rp_filter": "0",
+    "net.ipv6.conf.all.disable_ipv6": "1",
+    "net.ipv6.conf.default.disable_ipv6": "1",
+    "net.ipv4.tcp_no_metrics_save": "1",
+    "net.ipv4.tcp_ecn": "0",
+    "net.ipv4.tcp_slow_start_after_idle": "0",
+    "net.ipv4.tcp_rmem": "4096 131072 33554432",
+    "net.ipv4.tcp_wmem": "4096 16384 33554432",
+}
+WIRE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+#: Offloads off on every veth: segments of one MSS as the simulator sends them, checksums in
+#: software (the delay line copies frames between interfaces).
+OFFLOADS = ["tso", "off", "gso", "off", "gro", "off", "tx", "off"]
+
+
+def _tbf_burst_bytes(rate_bps: float) -> int:
+    """tbf's bucket: two full frames, or 50 us at the link rate when that is more (fewer timer
+    wake-ups at Gbit/s rates); the simulator's link sends one packet at a time."""
+    return max(2 * 1514, int(rate_bps / 8 * 50e-6))
+
+
+class Testbed:
+    """The namespaces, links, qdiscs and processes of one run; a context manager that removes all
+    of it on exit, whatever the exit."""
+
+    def __init__(self, sc: Scenario, p: Plan, workdir: pathlib.Path):
+        self.sc, self.p, self.dir = sc, p, workdir
+        run = next(_RUNS)
+        self.ns = [f"{PREFIX}{os.getpid()}r{run}-n{i}" for i in range(len(p.nodes))]
+        self.wire_ns = f"{PREFIX}{os.getpid()}r{run}-w"
+        self.created: List[str] = []
+        self.procs: Dict[str, subprocess.Popen] = {}
+        self.cleanup_errors: List[str] = []
+        self._old_handlers: Dict[int, Any] = {}
+
+    # -- lifetime
+    def __enter__(self) -> "Testbed":
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        raise _Terminated(128 + signum)
+
+    def __exit__(self, *exc: Any) -> None:
+        # Signals wait until the cleanup is done: a second SIGTERM must not cut it short.
+        blocked = threading.current_thread() is threading.main_thread()
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+        try:
+            for name, proc in self.procs.items():
+                if proc.poll() is None:
+                    proc.kill()
+            for proc in self.procs.values():
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.cleanup_errors.append(f"process {proc.pid} did not exit")
+            self.cleanup_errors += _delete_namespaces(self.created)
+        finally:
+            for sig, h in self._old_handlers.items():
+                signal.signal(sig, h)
+            if blocked:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+
+    # -- building
+    def _add_ns(self, name: str, sysctls: Dict[str, str]) -> None:
+        _sh(["ip", "netns", "add", name])
+        self.created.append(name)
+        _sh(["ip", "netns", "exec", name, "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in sysctls.items()]])
+
+    def build(self) -> None:
+        p = self.p
+        for ns in self.ns:
+            self._add_ns(ns, NODE_SYSCTLS)
+        if any(pr.wired for pr in p.pairs):
+            self._add_ns(self.wire_ns, WIRE_SYSCTLS)
+        links, node_cmds, wire_cmds = [], {i: ["link set lo up"] for i in range(len(p.nodes))}, []
+        for pr in p.pairs:
+            for n, other in ((pr.a, pr.b), (pr.b, pr.a)):
+                dev = pr.dev(n)
+                if pr.wired:
+                    w = f"w{pr.index}{'a' if n == pr.a else 'b'}"
+                    links.append(f"link add {dev} netns {self.ns[n]} address {pr.mac(n)} type veth "
+                                 f"peer name {w} netns {self.wire_ns} address {pr.mac(n, wire=True)}")
+                    wire_cmds += [f"link set {w} promisc on", f"link set {w} up"]
+                elif n == pr.a:
+                    links.append(f"link add {dev} netns {self.ns[n]} address {pr.mac(n)} type veth "
+                                 f"peer name {pr.dev(other)} netns {self.ns[other]} address {pr.mac(other)}")
+                node_cmds[n] += [
+                    f"addr add {pr.addr(n)}/30 dev {dev}",
+                    f"link set {dev} up",
+                    f"neigh replace {pr.addr(other)} lladdr {pr.mac(other)} dev {dev} nud permanent",
+                ]
+        for n in range(len(p.nodes)):
+            node_cmds[n].append(f"addr add {p.node_addr(n)}/32 dev lo")
+            for d in range(len(p.nodes)):
+                if d == n or (n, d) not in p.next_hop:
+                    continue
+                pr = p.pairs[p.next_hop[(n, d)]]
+                other = pr.b if n == pr.a else pr.a
+                node_cmds[n].append(f"route add {p.node_addr(d)}/32 via {pr.addr(other)} dev {pr.dev(n)} src {p.node_addr(n)}")
+        _sh(["ip", "-batch", "-"], input="\n".join(links) + "\n")
+        for n, cmds in node_cmds.items():
+            _sh(["ip", "-n", self.ns[n], "-batch", "-"], input="\n".join(cmds) + "\n")
+        if wire_cmds:
+            _sh(["ip", "-n", self.wire_ns, "-batch", "-"], input="\n".join(wire_cmds) + "\n")
+        for pr in p.pairs:
+            for n in (pr.a, pr.b):
+                _sh(["ip", "netns", "exec", self.ns[n], "ethtool", "-K", pr.dev(n), *OFFLOADS])
+            if pr.wired:
+                for side in "ab":
+                    _sh(["ip", "netns", "exec", self.wire_ns, "ethtool", "-K", f"w{pr.index}{side}", *OFFLOADS])
+        tc: Dict[int, List[str]] = {}
+        for l in p.links:
+            dev = p.pairs[l.duplex].dev(l.src)
+            q = l.queue
+            child = f"pfifo limit {q.limit_pkts}" if q.limit_bytes is None else f"bfifo limit {q.limit_bytes}"
+            tc.setdefault(l.src, []).extend([
+                f"qdisc replace dev {dev} root handle 1: stab overhead -{ETH_HEADER_BYTES} tbf rate {int(l.rate_bps)}bit "
+                f"burst {_tbf_burst_bytes(l.rate_bps)} limit {max(3028, q.limit_bytes or 0)}",
+                f"qdisc replace dev {dev} parent 1:1 handle 10: {child}",
+            ])
+        for n, cmds in tc.items():
+            _sh(["tc", "-n", self.ns[n], "-batch", "-"], input="\n".join(cmds) + "\n")
+
+    # -- processes
+    def _start(self, name: str, ns: str, kind: str, config: Dict[str, Any]) -> None:
+        import macroflow._native as native
+
+        cfg = self.dir / f"{name}.json"
+        cfg.write_text(json.dumps(config))
+        log = open(self.dir / f"{name}.log", "w")
+        self.procs[name] = subprocess.Popen(
+            ["ip", "netns", "exec", ns, os.environ.get("MACROFLOW_PYTHON", _python()), "-S", "-c", _BOOT,
+             str(native.__file__), kind, str(cfg)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+
+    def log(self, name: str) -> str:
+        try:
+            return (self.dir / f"{name}.log").read_text()[-3000:]
+        except OSError:
+            return ""
+
+    def start(self, epoch_ns: int) -> None:
+        sc, p = self.sc, self.p
+        if any(pr.wired for pr in p.pairs):
+            wires = []
+            for pr in p.pairs:
+                if not pr.wired:
+                    continue
+                ab, ba = pr.ab, pr.ba
+                wires.append({
+                    "name": f"pair{pr.index}", "a": f"w{pr.index}a", "b": f"w{pr.index}b",
+                    "delay_ab_ns": int(round(ab.delay_s * 1e9)) if ab else 0,
+                    "delay_ba_ns": int(round(ba.delay_s * 1e9)) if ba else 0,
+                    "loss_ab": ab.queue.loss if ab else 0.0, "loss_ba": ba.queue.loss if ba else 0.0,
+                    "seed": (sc.seed * 1_000_003 + pr.index) % (1 << 64),
+                })
+            self._start("delayline", self.wire_ns, "delayline", {
+                "wires": wires, "ready_path": str(self.dir / "delayline.ready"),
+                "report_path": str(self.dir / "delayline.report.json"), "late_threshold_ns": LATE_THRESHOLD_NS})
+        for n in range(len(p.nodes)):
+            self._start(f"agent{n}", self.ns[n], "agent", self.agent_config(n, epoch_ns))
+
+    def agent_config(self, n: int, epoch_ns: int) -> Dict[str, Any]:
+        sc, p = self.sc, self.p
+        tcp, udp, web = [], [], []
+        udp_ids = 0
+        tcp_ids = 0
+        for i, f in enumerate(sc.flows):
+            src, dst = p.ends[i]
+            if isinstance(f, TcpFlow):
+                if src == n:
+                    tcp.append({"flow": tcp_ids, "dst": p.node_addr(dst), "port": TCP_PORT, "cc": p.kernel_cc[i],
+                                "start_s": f.start_s, "size_bytes": f.size_bytes, "dscp": f.dscp})
+                tcp_ids += 1
+            elif isinstance(f, UdpFlow):
+                if src == n:
+                    udp.append({"flow": udp_ids, "dst": p.node_addr(dst), "port": UDP_PORT, "start_s": f.start_s,
+                                "kind": f.kind, "rate_bps": f.rate_bps, "load_bps": f.load_bps, "dscp": f.dscp,
+                                "seed": (sc.seed * 7919 + i) % (1 << 64)})
+                udp_ids += 1
+        for w, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, WebFlow)):
+            src, dst = p.ends[i]
+            if src == n:
+                end_s = f.end_s if f.end_s is not None else max(f.start_s, sc.duration_s)
+                web.append({"workload": w, "dst": p.node_addr(dst), "port": TCP_PORT, "load_bps": f.load_bps,
+                            "mean_size_bytes": f.mean_size_bytes, "pareto_shape": f.pareto_shape, "start_s": f.start_s,
+                            "end_s": end_s, "cc": p.kernel_cc[i], "seed": (sc.seed * 104729 + i) % (1 << 64)})
+        qdiscs = [{"link": l.id, "dev": p.pairs[l.duplex].dev(l.src), "sample": l.id in p.measured and sc.sample_interval_s > 0}
+                  for l in p.links if l.src == n]
+        return {
+            "epoch_ns": epoch_ns, "duration_s": sc.duration_s, "sample_interval_s": sc.sample_interval_s,
+            "ready_path": str(self.dir / f"agent{n}.ready"), "report_path": str(self.dir / f"agent{n}.report.json"),
+            "sink": {"tcp_port": TCP_PORT, "udp_port": UDP_PORT}, "tcp": tcp, "udp": udp, "web": web, "qdiscs": qdiscs,
+        }
+
+    def wait_ready(self, deadline_ns: int) -> None:
+        for name in self.procs:
+            path = self.dir / f"{name}.ready"
+            while not path.exists():
+                proc = self.procs[name]
+                if proc.poll() is not None:
+                    raise LinuxEngineError(f"the {name} process exited ({proc.returncode}) before it was ready:\n{self.log(name)}")
+                if time.monotonic_ns() > deadline_ns:
+                    raise LinuxEngineError(f"the {name} process was not ready in time (host overloaded?):\n{self.log(name)}")
+                time.sleep(0.005)
+
+    def wait_agents(self, deadline_ns: int) -> None:
+        for name, proc in self.procs.items():
+            if name == "delayline":
+                continue
+            left = max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9)
+            try:
+                rc = proc.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                raise LinuxEngineError(f"the {name} process did not finish by the end of the run:\n{self.log(name)}") from None
+            if rc != 0:
+                raise LinuxEngineError(f"the {name} process failed ({rc}):\n{self.log(name)}")
+
+    def stop_delay_line(self) -> Optional[Dict[str, Any]]:
+        proc = self.procs.get("delayline")
+        if proc is None:
+            return None
+        if proc.poll() is not None:
+            raise LinuxEngineError(f"the delay line exited ({proc.returncode}) during the run:\n{self.log('delayline')}")
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            raise LinuxEngineError(f"the delay line did not stop on SIGTERM:\n{self.log('delayline')}") from None
+        if rc != 0:
+            raise LinuxEngineError(f"the delay line failed ({rc}):\n{self.log('delayline')}")
+        return json.loads((self.dir / "delayline.report.json").read_text())
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+class _CpuMonitor:
+    """The host's CPU use over a run (from /proc/stat, once a second): real TCP is distorted when
+    the machine is busy, so a run says when it was (issue 15)."""
+
+    def __init__(self) -> None:
+        self.busy: List[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _read() -> Tuple[int, int]:
+        fields = [int(x) for x in pathlib.Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields), idle
+
+    def _loop(self) -> None:
+        last = self._read()
+        while not self._stop.wait(1.0):
+            now = self._read()
+            total, idle = now[0] - last[0], now[1] - last[1]
+            if total > 0:
+                self.busy.append(1 - idle / total)
+            last = now
+
+    def __enter__(self) -> "_CpuMonitor":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+#: A run whose host was this busy in some second gets a warning.
+OVERLOAD_BUSY = 0.95
+
+
+def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None, workdir: Optional[pathlib.Path] = None) -> Dict[str, pa.Table]:
+    """Runs a validated scenario on real Linux TCP in network namespaces and returns the
+    simulator's tables (see :func:`macroflow.sim.tables`; quantities Linux does not expose are
+    null). Raises LinuxEngineError before creating anything when the engine or this machine cannot
+    run `sc`. Run-wide facts (engine, kernel, tools, delay-line counters, warnings) are in the
+    tables' schema metadata."""
+    p = check(sc)
+    remove_stale()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="macroflow-linux-")) if workdir is None else workdir
+    try:
+        with Testbed(sc, p, tmp) as tb, _CpuMonitor() as cpu:
+            t0 = time.monotonic()
+            tb.build()
+            setup_s = time.monotonic() - t0
+            procs = len(p.nodes) + 1
+            epoch_ns = time.monotonic_ns() + int((1.0 + 0.15 * procs) * 1e9)
+            tb.start(epoch_ns)
+            tb.wait_ready(epoch_ns - 50_000_000)
+            end_ns = epoch_ns + int(sc.duration_s * 1e9)
+            while True:
+                now = time.monotonic_ns()
+                if now >= end_ns:
+                    break
+                for name, proc in tb.procs.items():
+                    if proc.poll() is not None and (name == "delayline" or proc.returncode != 0):
+                        raise LinuxEngineError(f"the {name} process exited ({proc.returncode}) during the run:\n{tb.log(name)}")
+                if progress is not None and now > epoch_ns:
+                    progress((now - epoch_ns) / 1e9)
+                time.sleep(min(0.2, max(0.0, (end_ns - now) / 1e9)))
+            # Sized flows still open at the end are cut by their agents; give them time to report.
+            tb.wait_agents(end_ns + int((10 + 0.5 * procs) * 1e9))
+            dl = tb.stop_delay_line()
+            reports = [json.loads((tmp / f"agent{n}.report.json").read_text()) for n in range(len(p.nodes))]
+            if progress is not None:
+                progress(sc.duration_s)
+            warnings = _warnings(cpu.busy, reports, dl)
+            info = {"setup_s": setup_s, "cpu_busy_max": max(cpu.busy, default=float("nan")),
+                    "cpu_busy_mean": sum(cpu.busy) / len(cpu.busy) if cpu.busy else float("nan")}
+        if tb.cleanup_errors:
+            raise LinuxEngineError("cleanup failed: " + "; ".join(tb.cleanup_errors))
+        return _tables(sc, p, reports, dl, warnings, info)
+    finally:
+        if workdir is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dict[str, Any]]) -> List[str]:
+    out = []
+    hot = [b for b in busy if b > OVERLOAD_BUSY]
+    if hot:
+        out.append(f"host overloaded: CPU above {OVERLOAD_BUSY:.0%} busy in {len(hot)} of {len(busy)} seconds "
+                   f"(real TCP is distorted when senders, the delay line and the kernel compete for CPU)")
+    late = sum(r.get("late_samples", 0) for r in reports)
+    if late:
+        out.append(f"{late} sampling instants taken more than half an interval late")
+    for r in reports:
+        for e in r.get("errors", []):
+            out.append(f"agent: {e}")
+    if dl:
+        for w in dl["wires"]:
+            for d in ("ab", "ba"):
+                s = w[d]
+                if s["own_drops_pkts"] or s["reordered_pkts"]:
+                    out.append(f"delay line {w['name']}.{d}: {s['own_drops_pkts']} frames dropped by the delay line itself, "
+                               f"{s['reordered_pkts']} reordered")
+                if s["late_pkts"]:
+                    out.append(f"delay line {w['name']}.{d}: {s['late_pkts']} of {s['tx_pkts']} frames more than "
+                               f"{LATE_THRESHOLD_NS / 1e6:g} ms late (max {s['max_late_ns'] / 1e6:.2f} ms)")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Reports to the simulator's tables.
+
+_SCHEMAS: Optional[Dict[str, pa.Schema]] = None
+#: Columns the kernel does not report (TCP_INFO has no count of timeouts or recoveries, and bursts
+#: at an instant are not observable): null in this engine's tables.
+NULL_COLUMNS = {"flows": ("timeouts", "max_burst_pkts", "burst_hist", "fast_recoveries"), "links": ("max_queue_pkts",)}
+
+
+def _schemas() -> Dict[str, pa.Schema]:
+    """The simulator's table schemas (from an empty simulation), with the columns this engine
+    cannot fill made nullable."""
+    global _SCHEMAS
+    if _SCHEMAS is None:
+        from macroflow.sim import Simulation, tables
+
+        out = {}
+        for name, t in tables(Simulation().results()).items():
+            s = t.schema.remove_metadata()
+            for col in NULL_COLUMNS.get(name, ()):
+                i = s.get_field_index(col)
+                s = s.set(i, s.field(i).with_nullable(True))
+            out[name] = s
+        _SCHEMAS = out
+    return _SCHEMAS
+
+
+#: Linux tcp_ca_state values.
+_CA_OPEN, _CA_DISORDER, _CA_CWR, _CA_RECOVERY, _CA_LOSS = range(5)
+#: TCP_INFINITE_SSTHRESH, which the simulator writes as 1e9 (its initial ssthresh).
+_INFINITE_SSTHRESH = 0x7FFFFFFF
+
+
+def _state(ca_state: int, cwnd: int, ssthresh: int) -> str:
+    """The simulator's coupling state (SS, CA, FR) of a TCP_INFO sample: fast recovery in
+    Recovery, slow start below ssthresh (as after a timeout), congestion avoidance otherwise."""
+    if ca_state == _CA_RECOVERY:
+        return "FR"
+    return "SS" if cwnd < ssthresh else "CA"
+
+
+def _ssthresh(v: int) -> float:
+    return 1e9 if v >= _INFINITE_SSTHRESH else float(v)
+
+
+def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[Dict[str, Any]],
+            warnings: List[str], info: Dict[str, Any]) -> Dict[str, pa.Table]:
+    schemas = _schemas()
+    dur = sc.duration_s
+    # TCP flows: the file's, then each web workload's in order (the simulator's numbering).
+    file_flows: Dict[int, Tuple[int, Dict[str, Any]]] = {}
+    web: Dict[Tuple[int, int], Tuple[int, Dict[str, Any]]] = {}
+    samples_by_conn: Dict[Tuple[int, int], int] = {}
+    for n, r in enumerate(reports):
+        for c, f in enumerate(r["tcp"]):
+            if f.get("flow") is not None:
+                file_flows[f["flow"]] = (n, f)
+            else:
+                web[(f["workload"], f["index"])] = (n, f)
+    ids: Dict[Tuple[int, int], int] = {}  # (node, conn index) -> flow id
+    order = [file_flows[k] for k in sorted(file_flows)] + [web[k] for k in sorted(web)]
+    for fid, (n, f) in enumerate(order):
+        ids[(n, reports[n]["tcp"].index(f))] = fid
+    sinks: Dict[Tuple[str, int], Dict[str, Any]] = {}
+    for r in reports:
+        for s in r["sink_tcp"]:
+            sinks[(s["peer_addr"], s["peer_port"])] = s
+    srtt: Dict[int, List[float]] = {}
+    flow_samples: Dict[str, list] = {k: [] for k in schemas["flow_samples"].names}
+    for n, r in enumerate(reports):
+        s = r["tcp_samples"]
+        for k in range(len(s["t_s"])):
+            fid = ids[(n, s["conn"][k])]
+            cwnd, ssth = s["cwnd_pkts"][k], s["ssthresh_pkts"][k]
+            flow_samples["t_s"].append(s["t_s"][k])
+            flow_samples["flow"].append(fid)
+            flow_samples["cwnd_pkts"].append(float(cwnd))
+            flow_samples["ssthresh_pkts"].append(_ssthresh(ssth))
+            flow_samples["state"].append(_state(s["ca_state"][k], cwnd, ssth))
+            flow_samples["delivered_bytes"].append(s["bytes_acked"][k])
+            rtt = s["srtt_us"][k] / 1e6 if s["srtt_us"][k] else None
+            flow_samples["srtt_s"].append(rtt)
+            if rtt is not None:
+                srtt.setdefault(fid, []).append(rtt)
+    order_idx = sorted(range(len(flow_samples["t_s"])), key=lambda i: (flow_samples["t_s"][i], flow_samples["flow"][i]))
+    flow_samples = {k: [v[i] for i in order_idx] for k, v in flow_samples.items()}
+    flows = []
+    for fid, (n, f) in enumerate(order):
+        src_addr = p.node_addr(n)
+        sink = sinks.get((src_addr, f["local_port"]))
+        delivered = sink["bytes"] if sink else 0
+        start = f["start_s"]
+        done = f.get("finished_s")
+        fct = done - start if done is not None and f.get("size_bytes") is not None else None
+        active = (done if fct is not None else dur) - start
+        i = f.get("info") or {}
+        rtts = srtt.get(fid) or ([i["rtt_us"] / 1e6] if i.get("rtt_us") else [])
+        dst = p.nodes[p.ends[_scenario_index(sc, f)][1]]
+        flows.append({
+            "flow": fid, "src": p.nodes[n], "dst": dst, "cc": f["cc"], "start_s": start, "fct_s": fct,
+            "delivered_bytes": delivered, "goodput_bps": delivered * 8 / active if active > 0 else 0.0,
+            "data_pkts_sent": i.get("data_segs_out", 0), "retransmits": i.get("total_retrans", 0),
+            "timeouts": None, "max_burst_pkts": None, "burst_hist": None, "fast_recoveries": None,
+            "mean_rtt_s": sum(rtts) / len(rtts) if rtts else None,
+        })
+    udp_recv: Dict[int, Dict[str, Any]] = {}
+    for r in reports:
+        for u in r["sink_udp"]:
+            udp_recv[u["flow"]] = u
+    udp_flows = []
+    udp_specs = [(i, f) for i, f in enumerate(sc.flows) if isinstance(f, UdpFlow)]
+    for n, r in enumerate(reports):
+        for u in r["udp"]:
+            i, f = udp_specs[u["flow"]]
+            got = udp_recv.get(u["flow"], {"pkts": 0, "bytes": 0})
+            active = dur - f.start_s
+            udp_flows.append({
+                "flow": u["flow"], "src": p.nodes[p.ends[i][0]], "dst": p.nodes[p.ends[i][1]],
+                "sent_pkts": u["pkts"], "sent_bytes": u["bytes"], "received_pkts": got["pkts"], "received_bytes": got["bytes"],
+                "throughput_bps": got["bytes"] * 8 / active if active > 0 else 0.0,
+            })
+    udp_flows.sort(key=lambda u: u["flow"])
+    qfinal = {q["link"]: q for r in reports for q in r["qdiscs"]}
+    qs: Dict[int, List[int]] = {}
+    queue_samples: Dict[str, list] = {k: [] for k in schemas["queue_samples"].names}
+    for r in reports:
+        s = r["qdisc_samples"]
+        for k in range(len(s["t_s"])):
+            queue_samples["t_s"].append(s["t_s"][k])
+            queue_samples["link"].append(s["link"][k])
+            queue_samples["pkts"].append(s["qlen_pkts"][k])
+            queue_samples["bytes"].append(s["backlog_bytes"][k])
+            qs.setdefault(s["link"][k], []).append(s["qlen_pkts"][k])
+    order_idx = sorted(range(len(queue_samples["t_s"])), key=lambda i: (queue_samples["t_s"][i], queue_samples["link"][i]))
+    queue_samples = {k: [v[i] for i in order_idx] for k, v in queue_samples.items()}
+    lost = _delay_line_losses(p, dl)
+    links = []
+    for l in p.links:
+        q = qfinal.get(l.id, {})
+        sent, drops = q.get("sent_pkts", 0), q.get("drops", 0) + lost.get(l.id, 0)
+        offered = sent + q.get("drops", 0) + q.get("qlen_pkts", 0)
+        samples = qs.get(l.id)
+        links.append({
+            "link": l.id, "src": p.nodes[l.src], "dst": p.nodes[l.dst], "rate_bps": int(l.rate_bps),
+            "offered_pkts": offered, "dropped_pkts": drops, "tx_pkts": sent - lost.get(l.id, 0), "tx_bytes": q.get("sent_bytes", 0),
+            "utilization": q.get("sent_bytes", 0) * 8 / (l.rate_bps * dur), "loss_ratio": drops / offered if offered else 0.0,
+            "mean_queue_pkts": sum(samples) / len(samples) if samples else float("nan"),
+            "max_queue_pkts": max(samples) if samples else None,
+        })
+    meta = {
+        "engine": "linux", "duration_s": str(dur), "linux_kernel": capabilities().kernel,
+        "linux_tools": json.dumps(capabilities().tools, sort_keys=True),
+        "linux_capabilities": capabilities().describe(),
+        "linux_warnings": json.dumps(warnings), "linux_info": json.dumps(info, sort_keys=True),
+        "linux_delay_line": json.dumps(dl or {}, sort_keys=True),
+    }
+    rows = {"flows": flows, "udp_flows": udp_flows, "media_flows": [], "links": links}
+    out = {name: pa.Table.from_pylist(rows[name], schema=schemas[name]) for name in rows}
+    out["flow_samples"] = pa.Table.from_pydict(flow_samples, schema=schemas["flow_samples"])
+    out["queue_samples"] = pa.Table.from_pydict(queue_samples, schema=schemas["queue_samples"])
+    out["media_samples"] = schemas["media_samples"].empty_table()
+    return {k: v.replace_schema_metadata(meta) for k, v in out.items()}
+
+
+def _scenario_index(sc: Scenario, f: Dict[str, Any]) -> int:
+    """The scenario flow an agent's TCP flow report belongs to: a file flow by its TCP number, a
+    web flow by its workload's number."""
+    if f.get("flow") is not None:
+        return [i for i, x in enumerate(sc.flows) if isinstance(x, TcpFlow)][f["flow"]]
+    return [i for i, x in enumerate(sc.flows) if isinstance(x, WebFlow)][f["workload"]]
+
+
+def _delay_line_losses(p: Plan, dl: Optional[Dict[str, Any]]) -> Dict[int, int]:
+    """Random losses the delay line applied, by link id (its wires are named pair<index>)."""
+    out: Dict[int, int] = {}
+    if not dl:
+        return out
+    for w in dl["wires"]:
+        pr = p.pairs[int(w["name"][4:])]
+        if pr.ab is not None:
+            out[pr.ab.id] = w["ab"]["lost_pkts"]
+        if pr.ba is not None:
+            out[pr.ba.id] = w["ba"]["lost_pkts"]
+    return out
