@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml Makefile
 	@# tshark reads the simulator's pcap captures in a test (which says "skipped" without it).
 	command -v tshark >/dev/null || { echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections 2>/dev/null; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark) >/dev/null 2>&1 || echo "tshark not installed: the pcap test will skip"; }
+	@# The Linux engine (issue 15): iproute2 (ip, tc), ethtool (offloads off on veths), ping (delay tests).
+	{ command -v ip && command -v tc && command -v ethtool && command -v ping; } >/dev/null || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iproute2 ethtool iputils-ping) >/dev/null 2>&1 || \
+	  echo "iproute2/ethtool/ping not installed: the linux engine's tests will skip, saying so"
 	touch $@
 
 build: deps
@@ -40,7 +44,7 @@ rust-test:
 
 # pytest's exit code 5 means no test ran: that is a failure here.
 py-test: build
-	$(PY) -m pytest -q tests; rc=$$?; \
+	$(PY) -m pytest -q -rs tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test: lint rust-test py-test install-check

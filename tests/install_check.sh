@@ -32,4 +32,4 @@ grep -q "scenarios/red_queue.toml" "$WORK/list.txt"
 "$WORK/venv/bin/python" -c "import macroflow; p = macroflow.run('scenarios/red_queue.toml', duration_s=2, out='$WORK/api'); print('install check: API run stored in', p)"
 echo "install check: the test suite against the installed package"
 cd "$ROOT"
-"$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider tests
+"$WORK/venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests

@@ -688,6 +688,7 @@ class Testbed:
             return None
         if proc.poll() is not None:
             raise LinuxEngineError(f"the delay line exited ({proc.returncode}) during the run:\n{self.log('delayline')}")
+        cpu_s = _cpu_seconds(proc.pid)
         proc.send_signal(signal.SIGTERM)
         try:
             rc = proc.wait(timeout=10)
@@ -695,7 +696,18 @@ class Testbed:
             raise LinuxEngineError(f"the delay line did not stop on SIGTERM:\n{self.log('delayline')}") from None
         if rc != 0:
             raise LinuxEngineError(f"the delay line failed ({rc}):\n{self.log('delayline')}")
-        return json.loads((self.dir / "delayline.report.json").read_text())
+        report = json.loads((self.dir / "delayline.report.json").read_text())
+        report["cpu_s"] = cpu_s
+        return report
+
+
+def _cpu_seconds(pid: int) -> Optional[float]:
+    """User plus system CPU time of a process so far (/proc/PID/stat), or None if it is gone."""
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _python() -> str:

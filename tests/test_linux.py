@@ -1,0 +1,217 @@
+"""The Linux engine (issue 15): real kernel TCP in network namespaces.
+
+These tests need root and network namespaces (CI has both). Without them they skip, saying which
+is missing; the bad-input tests that need no privilege run everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from macroflow import linux
+from macroflow.linux import LinuxEngineError
+from macroflow.scenario import parse
+
+
+def _privileged() -> str:
+    """Why the namespace tests cannot run here ("" when they can)."""
+    if os.geteuid() != 0:
+        return "not root: the linux engine needs CAP_NET_ADMIN and CAP_SYS_ADMIN"
+    caps = linux.capabilities()
+    return "; ".join(caps.missing)
+
+
+WHY = _privileged()
+needs_netns = pytest.mark.skipif(bool(WHY), reason=f"linux engine unavailable: {WHY}")
+
+
+def _ours() -> list:
+    return linux.live_namespaces(own_only=True)
+
+
+def _toml(v: object) -> str:
+    """A value as TOML (inline tables for dicts)."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + "}"
+    return json.dumps(v)
+
+
+def _dumbbell(pairs: int = 2, duration: float = 20.0, extra: str = "", flows: str = "", **topo: object) -> str:
+    t = "".join(f"{k} = {_toml(v)}\n" for k, v in topo.items())
+    f = flows or "".join(f'[[flows]]\ntype = "tcp"\npair = {i}\ncc = "newreno"\n' for i in range(pairs))
+    return f'name = "lx"\nduration_s = {duration}\n{extra}\n[topology]\nkind = "dumbbell"\npairs = {pairs}\n{t}\n{f}'
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input: refused before anything is created, naming the field and the reason.
+
+BAD = [
+    ("media flow", _dumbbell(1, flows='[[flows]]\ntype = "media"\npair = 0\n'), r"flows\.0: a media flow"),
+    ("coupling group", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "ccc"\n[[flows]]\ntype = "tcp"\npair = 0\ngroup = "g"\n'),
+     r"groups\.0\.kind = 'ccc'.*BPF ctrlTCP"),
+    ("red queue", _dumbbell(1, queue={"kind": "red", "limit_pkts": 83}), r"topology\.queue\.kind = 'red'.*no red"),
+    ("wrr queue", _dumbbell(1, queue={"kind": "random_drop", "p": 0.01, "inner": {"kind": "drr", "quantum_bytes": 1500, "limit_pkts": 100}}),
+     r"topology\.queue\.inner\.kind = 'drr'"),
+    ("no kernel counterpart", _dumbbell(1, flows='[[flows]]\ntype = "tcp"\npair = 0\ncc = "ledbat"\n'), r"flows\.0\.cc = 'ledbat'.*linux_cc"),
+    ("sampling too fast", _dumbbell(1, extra="sample_interval_s = 0.001"), r"sample_interval_s = 0\.001"),
+    ("too many nodes", _dumbbell(40), r"82 nodes"),
+]
+
+
+@pytest.mark.parametrize("what,text,message", BAD, ids=[b[0] for b in BAD])
+def test_refused_by_the_plan(what: str, text: str, message: str) -> None:
+    before = linux.live_namespaces()
+    with pytest.raises(LinuxEngineError, match=message):
+        linux.plan(parse(text))
+    assert linux.live_namespaces() == before
+
+
+@needs_netns
+def test_a_congestion_control_the_kernel_lacks_is_refused_before_anything_is_created() -> None:
+    sc = parse(_dumbbell(1, flows='[[flows]]\ntype = "tcp"\npair = 0\nlinux_cc = "nosuchcc"\n'))
+    with pytest.raises(LinuxEngineError, match=r"flows\.0\.linux_cc: this kernel has no congestion control 'nosuchcc'"):
+        linux.run(sc)
+    assert _ours() == []
+
+
+@needs_netns
+def test_the_cli_refuses_with_the_field_and_creates_nothing(tmp_path: pathlib.Path) -> None:
+    f = tmp_path / "red.toml"
+    f.write_text(_dumbbell(1, queue={"kind": "red", "limit_pkts": 83}))
+    p = subprocess.run([sys.executable, "-m", "macroflow", "run", "--engine", "linux", str(f), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "topology.queue.kind = 'red'" in p.stderr
+    assert not (tmp_path / "o").exists()
+    assert linux.live_namespaces() == [n for n in linux.live_namespaces() if not n.startswith(f"{linux.PREFIX}{p.pid}r")]
+
+
+def test_capabilities_name_what_this_kernel_lacks() -> None:
+    caps = linux.capabilities()
+    text = caps.describe()
+    assert caps.kernel in text
+    if caps.root and not caps.missing:
+        assert caps.qdiscs["tbf"] and caps.qdiscs["pfifo"] and caps.qdiscs["bfifo"]
+        assert ("absent: " in text) and (("netem" in text.split("absent:")[1]) != caps.qdiscs["netem"])
+
+
+# ------------------------------------------------------------------------------------------
+# The delay line.
+
+
+def _pair(rate_bps: float, delay_s: float, duration: float, flows: str) -> str:
+    return (f'name = "dl"\nduration_s = {duration}\nsample_interval_s = 0.1\n[topology]\nkind = "graph"\nnodes = ["a", "b"]\n'
+            f'links = [{{from = "a", to = "b", rate_bps = {rate_bps}, delay_s = {delay_s}, queue_pkts = 1000}}]\n{flows}')
+
+
+@needs_netns
+@pytest.mark.parametrize("rate_bps,tolerance_s", [(10e6, 0.5e-3), (1e9, 1e-3)], ids=["10Mbit", "1Gbit"])
+def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, tolerance_s: float, tmp_path: pathlib.Path) -> None:
+    """Idle ping RTT through a 10 ms one-way wire, then a bulk TCP flow through it: the rate is
+    carried, and the delay line neither drops nor reorders a frame."""
+    sc = parse(_pair(rate_bps, 0.010, 6.0, '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n'))
+    p = linux.check(sc)
+    with linux.Testbed(sc, p, tmp_path) as tb:
+        tb.build()
+        tb.start(time.monotonic_ns() + 10**9)  # agents idle until the epoch; the delay line runs
+        tb.wait_ready(time.monotonic_ns() + 5 * 10**9)
+        out = subprocess.run(["ip", "netns", "exec", tb.ns[0], "ping", "-n", "-q", "-c", "50", "-i", "0.01", p.node_addr(1)],
+                             capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
+    assert m, out
+    rtt_min, rtt_avg, rtt_max = (float(m.group(i)) / 1e3 for i in (1, 2, 3))
+    assert " 0% packet loss" in out, out
+    # Two directions of 10 ms; serialization of a ping at 10 Mbit/s is 0.07 ms each way.
+    assert abs(rtt_avg - 0.020) < 2 * tolerance_s, out
+    assert rtt_max - 0.020 < 4 * tolerance_s, out
+    assert _ours() == []
+
+    tables = linux.run(sc)
+    meta = {k.decode(): v.decode() for k, v in tables["flows"].schema.metadata.items()}
+    dl = json.loads(meta["linux_delay_line"])
+    (wire,) = dl["wires"]
+    for d in ("ab", "ba"):
+        assert wire[d]["own_drops_pkts"] == 0 and wire[d]["reordered_pkts"] == 0 and wire[d]["lost_pkts"] == 0, wire
+        assert wire[d]["rx_pkts"] == wire[d]["tx_pkts"], wire
+    assert wire["ab"]["tx_pkts"] > 1000
+    (flow,) = tables["flows"].to_pylist()
+    # Slow start takes a few RTTs of the 6 s; 0.85 of the rate over the whole run.
+    assert flow["goodput_bps"] > 0.85 * rate_bps * 1448 / 1500, flow
+    srtt = [s for s in tables["flow_samples"].column("srtt_s").to_pylist() if s is not None]
+    assert min(srtt) >= 0.020 - tolerance_s, min(srtt)
+    assert _ours() == []
+
+
+# ------------------------------------------------------------------------------------------
+# A whole run, and cleanup.
+
+
+@needs_netns
+def test_two_reno_flows_fill_the_dumbbell_and_leave_nothing_behind() -> None:
+    sc = parse(_dumbbell(2, 20.0, flows='[[flows]]\ntype = "tcp"\npair = 0\n[[flows]]\ntype = "tcp"\npair = 1\nstart_s = 0.5\n'))
+    t = linux.run(sc)
+    links = {l["link"]: l for l in t["links"].to_pylist()}
+    assert links[0]["src"] == "R1" and links[0]["dst"] == "R2"
+    assert links[0]["utilization"] > 0.9, links[0]
+    flows = t["flows"].to_pylist()
+    assert [f["cc"] for f in flows] == ["reno", "reno"]
+    assert all(f["delivered_bytes"] > 1e6 for f in flows), flows
+    q = t["queue_samples"].to_pylist()
+    assert len(q) >= 190 and {s["link"] for s in q} == {0}
+    assert max(s["pkts"] for s in q) > 10  # reno fills the 83-packet queue
+    assert t["flow_samples"].num_rows >= 2 * 190
+    assert set(t["flow_samples"].column("state").to_pylist()) <= {"SS", "CA", "FR"}
+    # Same columns as the simulator's tables.
+    from macroflow.sim import Simulation, tables
+
+    sim = tables(Simulation().results())
+    for name, table in t.items():
+        assert table.schema.names == sim[name].schema.names, name
+    assert _ours() == []
+
+
+@needs_netns
+def test_sigterm_mid_run_removes_every_namespace_and_process(tmp_path: pathlib.Path) -> None:
+    f = tmp_path / "long.toml"
+    f.write_text(_dumbbell(2, 60.0))
+    p = subprocess.Popen([sys.executable, "-m", "macroflow", "run", "--engine", "linux", "-q", str(f), "--out", str(tmp_path / "o")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    mine = f"{linux.PREFIX}{p.pid}r"
+    deadline = time.monotonic() + 60
+    while not any(n.startswith(mine) for n in linux.live_namespaces()):
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() < deadline, "the run created no namespace in 60 s"
+        time.sleep(0.05)
+    time.sleep(4.0)  # agents and the delay line are up and traffic flows
+    agents = subprocess.run(["pgrep", "-f", "linux_main"], capture_output=True, text=True).stdout.split()
+    assert agents
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, err[-2000:])
+    assert not any(n.startswith(mine) for n in linux.live_namespaces())
+    left = [a for a in agents if pathlib.Path(f"/proc/{a}").exists()]
+    assert left == [], left
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").glob("*/manifest.json"))
+
+
+@needs_netns
+def test_a_run_removes_namespaces_a_killed_run_left() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    name = f"{linux.PREFIX}{dead.pid}r1-n0"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        assert name in linux.live_namespaces()
+        assert linux.remove_stale() >= 1
+        assert name not in linux.live_namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
