@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -71,6 +71,10 @@ bench-fuzz: build
 # literal Fig. 5, sender-model fixed points, and growth with flows and nodes.
 bench-flowsim: build
 	$(PY) bench/flowsim_bench.py
+
+# The Linux engine (root): set-up/teardown, the delay line's rate and delay, CPU per Gbit/s.
+bench-linux: build
+	$(PY) bench/linux_bench.py
 
 clean:
 	$(CARGO) clean

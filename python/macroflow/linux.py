@@ -874,19 +874,16 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
     schemas = _schemas()
     dur = sc.duration_s
     # TCP flows: the file's, then each web workload's in order (the simulator's numbering).
-    file_flows: Dict[int, Tuple[int, Dict[str, Any]]] = {}
-    web: Dict[Tuple[int, int], Tuple[int, Dict[str, Any]]] = {}
-    samples_by_conn: Dict[Tuple[int, int], int] = {}
+    file_flows: Dict[int, Tuple[int, int, Dict[str, Any]]] = {}
+    web: Dict[Tuple[int, int], Tuple[int, int, Dict[str, Any]]] = {}
     for n, r in enumerate(reports):
         for c, f in enumerate(r["tcp"]):
             if f.get("flow") is not None:
-                file_flows[f["flow"]] = (n, f)
+                file_flows[f["flow"]] = (n, c, f)
             else:
-                web[(f["workload"], f["index"])] = (n, f)
-    ids: Dict[Tuple[int, int], int] = {}  # (node, conn index) -> flow id
+                web[(f["workload"], f["index"])] = (n, c, f)
     order = [file_flows[k] for k in sorted(file_flows)] + [web[k] for k in sorted(web)]
-    for fid, (n, f) in enumerate(order):
-        ids[(n, reports[n]["tcp"].index(f))] = fid
+    ids = {(n, c): fid for fid, (n, c, _) in enumerate(order)}  # (node, conn index) -> flow id
     sinks: Dict[Tuple[str, int], Dict[str, Any]] = {}
     for r in reports:
         for s in r["sink_tcp"]:
@@ -911,7 +908,7 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
     order_idx = sorted(range(len(flow_samples["t_s"])), key=lambda i: (flow_samples["t_s"][i], flow_samples["flow"][i]))
     flow_samples = {k: [v[i] for i in order_idx] for k, v in flow_samples.items()}
     flows = []
-    for fid, (n, f) in enumerate(order):
+    for fid, (n, _, f) in enumerate(order):
         src_addr = p.node_addr(n)
         sink = sinks.get((src_addr, f["local_port"]))
         delivered = sink["bytes"] if sink else 0
