@@ -20,7 +20,7 @@
 //! Fields added to the contract's types (all optional for the orchestrator to read):
 //! [`UdpFlowConfig::pkt_bytes`]; in the report, [`Report::ready_s`],
 //! [`Report::stopped_by_signal`], [`Report::web_flows_after_end`], [`Report::sink_udp_short_pkts`],
-//! [`Report::sink_udp_socket_drops`], [`Report::sysctls`], [`TcpFlowReport::all_written_s`],
+//! [`Report::sink_udp_socket_drops`], [`Report::sysctls`], [`Report::qdiscs_at_start`], [`TcpFlowReport::all_written_s`],
 //! the [`TcpInfo`] fields after `snd_mss`, the [`TcpSamples`] columns after `total_retrans`,
 //! [`SinkConnReport::accepted_s`] and `eof_s`, the [`UdpSentReport`] fields after
 //! `send_errors`, the [`UdpRecvReport`] fields after `reordered_pkts`, and the [`QdiscSamples`]
@@ -140,7 +140,12 @@ pub struct Report {
     pub udp: Vec<UdpSentReport>,
     pub sink_udp: Vec<UdpRecvReport>,
     pub qdisc_samples: QdiscSamples,
+    /// The qdiscs' counters at the end. The kernel's counters are cumulative since the qdisc was
+    /// created: subtract `qdiscs_at_start` (or a qdisc sample) when the qdisc is older than the run.
     pub qdiscs: Vec<QdiscReport>,
+    /// Added: every `qdiscs` entry's counters when the agent checked its configuration, before
+    /// `ready_path` (same order as `qdiscs`).
+    pub qdiscs_at_start: Vec<QdiscReport>,
     /// Sampling instants missed or taken more than half an interval late (host overloaded).
     pub late_samples: u64,
     /// What went wrong without stopping the agent (a connect refused, a write error), each once.
@@ -408,7 +413,7 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     // The handlers first: a SIGTERM from the moment the orchestrator may see the ready file on
     // must end the run with a report.
     let signals = clock::SignalGuard::new()?;
-    let plan = plan::build(cfg)?;
+    let mut plan = plan::build(cfg)?;
     let sinks = match &cfg.sink {
         None => None,
         Some(s) => {
@@ -438,6 +443,7 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     let mut report = Report {
         sysctls: sysctls(),
         web_flows_after_end: plan.web_flows_after_end,
+        qdiscs_at_start: std::mem::take(&mut plan.qdiscs_at_start),
         ..Default::default()
     };
     std::fs::File::create(&cfg.ready_path)
@@ -539,18 +545,7 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
             Ok(found) => {
                 for (link, dev, ifindex, name) in targets {
                     match found.get(&ifindex) {
-                        Some(s) => report.qdiscs.push(QdiscReport {
-                            link,
-                            dev,
-                            kind: s.kind.clone(),
-                            sent_pkts: s.sent_pkts,
-                            sent_bytes: s.sent_bytes,
-                            drops: s.drops,
-                            overlimits: s.overlimits,
-                            requeues: s.requeues,
-                            qlen_pkts: s.qlen_pkts,
-                            backlog_bytes: s.backlog_bytes,
-                        }),
+                        Some(s) => report.qdiscs.push(s.report(link, &dev)),
                         None => r.error(format!(
                             "{name} ({dev}): no root qdisc at the end, no final statistics"
                         )),

@@ -6,7 +6,7 @@
 use super::qdisc::{ifindex, Netlink};
 use super::tcp::{socket_with_cc, TcpJob};
 use super::udp::{UdpJob, MIN_IP_BYTES};
-use super::{Config, TcpFlowReport};
+use super::{Config, QdiscReport, TcpFlowReport};
 use coupling::Instant;
 use sim::rng::seeded;
 use sim::traffic::{
@@ -44,6 +44,8 @@ pub(crate) struct Plan {
     pub udp: Vec<UdpJob>,
     pub qdiscs: Vec<QdiscTarget>,
     pub netlink: Option<Netlink>,
+    /// The qdiscs' counters when the plan was made (the kernel's are cumulative).
+    pub qdiscs_at_start: Vec<QdiscReport>,
     pub web_flows_after_end: u64,
 }
 
@@ -306,18 +308,20 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
             sample: q.sample,
         });
     }
+    let mut qdiscs_at_start = Vec::new();
     let netlink = if qdiscs.is_empty() {
         None
     } else {
         let mut nl = Netlink::open().map_err(|e| err("qdiscs", format!("rtnetlink: {e}")))?;
         let found = nl.root_qdiscs().map_err(|e| err("qdiscs", e))?;
         for q in &qdiscs {
-            if !found.contains_key(&q.ifindex) {
+            let Some(s) = found.get(&q.ifindex) else {
                 return Err(err(
                     format!("{}.dev", q.name),
                     format!("{:?} has no root qdisc", q.dev),
                 ));
-            }
+            };
+            qdiscs_at_start.push(s.report(q.link, &q.dev));
         }
         Some(nl)
     };
@@ -330,6 +334,200 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
         udp,
         qdiscs,
         netlink,
+        qdiscs_at_start,
         web_flows_after_end,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim::traffic::PacketSource;
+
+    fn config(extra: serde_json::Value) -> Config {
+        let mut v = serde_json::json!({
+            "epoch_ns": 1_000_000_000u64,
+            "duration_s": 10.0,
+            "sample_interval_s": 0.1,
+            "ready_path": "/nonexistent/ready",
+            "report_path": "/nonexistent/report.json",
+            "sink": null,
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn tcp(flow: u32, start_s: f64, cc: &str) -> serde_json::Value {
+        serde_json::json!({"flow": flow, "dst": "10.0.0.2", "port": 5201, "cc": cc,
+            "start_s": start_s, "size_bytes": null, "dscp": 0})
+    }
+
+    fn web(seed: u64, end_s: f64) -> serde_json::Value {
+        serde_json::json!({"workload": 4, "dst": "10.0.0.2", "port": 5201, "load_bps": 2e6,
+            "mean_size_bytes": 30e3, "pareto_shape": 1.2, "start_s": 1.0, "end_s": end_s,
+            "cc": "reno", "seed": seed})
+    }
+
+    fn udp(kind: &str, seed: u64) -> serde_json::Value {
+        serde_json::json!({"flow": 9, "dst": "10.0.0.2", "port": 5202, "start_s": 0.5,
+            "kind": kind, "rate_bps": 1e6, "load_bps": 2e6, "dscp": 46, "seed": seed})
+    }
+
+    fn build_err(extra: serde_json::Value) -> String {
+        match build(&config(extra)) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            (serde_json::json!({"duration_s": 0.0}), "duration_s"),
+            (serde_json::json!({"duration_s": f64::MAX}), "duration_s"),
+            (
+                serde_json::json!({"sample_interval_s": 1e-5}),
+                "sample_interval_s",
+            ),
+            (
+                serde_json::json!({"sample_interval_s": -1.0}),
+                "sample_interval_s",
+            ),
+            (
+                serde_json::json!({"sink": {"tcp_port": 0, "udp_port": 5}}),
+                "sink.tcp_port",
+            ),
+            (
+                serde_json::json!({"tcp": [tcp(0, 1.0, "reno"), tcp(1, 1.0, "no-such-cc")]}),
+                "tcp[1].cc",
+            ),
+            (
+                serde_json::json!({"tcp": [tcp(0, -1.0, "reno")]}),
+                "tcp[0].start_s",
+            ),
+            (serde_json::json!({"web": [web(1, 0.5)]}), "web[0].end_s"),
+            (
+                serde_json::json!({"udp": [udp("poisson", 1)]}),
+                "udp[0].kind",
+            ),
+            (
+                serde_json::json!({"qdiscs": [{"link": 3, "dev": "no-such-dev0", "sample": true}]}),
+                "qdiscs[0].dev",
+            ),
+        ];
+        for (extra, field) in cases {
+            let e = build_err(extra.clone());
+            assert!(e.starts_with(&format!("agent: {field}: ")), "{extra}: {e}");
+        }
+        let mut t = tcp(0, 1.0, "reno");
+        t["dst"] = "10.0.0".into();
+        assert!(build_err(serde_json::json!({"tcp": [t]})).contains("tcp[0].dst"));
+        let mut t = tcp(0, 1.0, "reno");
+        t["dscp"] = 64.into();
+        assert!(build_err(serde_json::json!({"tcp": [t]})).contains("tcp[0].dscp"));
+        let mut u = udp("cbr", 1);
+        u["pkt_bytes"] = 39.into();
+        assert!(build_err(serde_json::json!({"udp": [u]})).contains("udp[0].pkt_bytes"));
+        let mut u = udp("cbr", 1);
+        u["rate_bps"] = 0.0.into();
+        assert!(build_err(serde_json::json!({"udp": [u]})).contains("udp[0].cbr.rate_bps"));
+        let mut w = web(1, 5.0);
+        w["mean_size_bytes"] = 0.5.into();
+        assert!(build_err(serde_json::json!({"web": [w]})).contains("web[0].mean_size_bytes"));
+    }
+
+    /// The web flows are the simulator's draws for the same workload and seed; file flows come
+    /// first in start order; flows starting after the end of the run are counted, not run.
+    #[test]
+    fn tcp_jobs_in_report_order_with_the_simulators_web_draws() {
+        let p = build(&config(serde_json::json!({
+            "tcp": [tcp(5, 2.0, "cubic"), tcp(6, 0.5, "reno")],
+            "web": [web(11, 14.0)],
+        })))
+        .unwrap();
+        let wl = WebWorkload {
+            load_bps: 2e6,
+            mean_size_bytes: 30e3,
+            pareto_shape: 1.2,
+            ..WebWorkload::default()
+        };
+        let drawn = wl.flows(
+            &mut seeded(11),
+            Instant::from_secs(1),
+            Instant::from_secs(14),
+        );
+        let in_run: Vec<_> = drawn
+            .iter()
+            .filter(|f| f.start < Instant::from_secs(10))
+            .collect();
+        assert!(in_run.len() > 20 && in_run.len() < drawn.len());
+        assert_eq!(p.web_flows_after_end as usize, drawn.len() - in_run.len());
+        assert_eq!(p.tcp.len(), 2 + in_run.len());
+        assert_eq!(p.tcp[0].report.flow, Some(6));
+        assert_eq!(p.tcp[1].report.flow, Some(5));
+        assert_eq!(p.tcp[1].start_ns, 3_000_000_000);
+        for (k, (j, f)) in p.tcp[2..].iter().zip(&in_run).enumerate() {
+            assert_eq!(j.report.workload, Some(4));
+            assert_eq!(j.report.index, Some(k as u32));
+            assert_eq!(j.report.flow, None);
+            assert_eq!(j.report.size_bytes, Some(f.size_bytes));
+            assert_eq!(j.start_ns, 1_000_000_000 + f.start.as_nanos());
+            assert_eq!(j.report.start_s, f.start.as_nanos() as f64 / 1e9);
+            assert_eq!(j.cc, "reno");
+        }
+    }
+
+    /// A UDP flow's source is the simulator's, built as the engine builds it, with the flow's
+    /// seed: the same packets in the same order.
+    #[test]
+    fn udp_sources_are_the_simulators() {
+        for (kind, sk) in [
+            (
+                "cbr",
+                SourceKind::Cbr(CbrConfig {
+                    rate_bps: 1e6,
+                    pkt_bytes: DEFAULT_CBR_PKT_BYTES,
+                }),
+            ),
+            (
+                "self_similar",
+                SourceKind::SelfSimilar(SelfSimilarConfig::with_load(2e6)),
+            ),
+        ] {
+            let mut p = build(&config(serde_json::json!({"udp": [udp(kind, 77)]}))).unwrap();
+            let j = &mut p.udp[0];
+            assert_eq!(j.start_ns, 1_500_000_000);
+            let mut rng = seeded(77);
+            let mut want = SourceConfig::new(sk).build("x", &mut rng).unwrap();
+            for _ in 0..5000 {
+                assert_eq!(j.source.next(&mut j.rng), want.next(&mut rng));
+            }
+        }
+        // Without load_bps: the generator's default.
+        let mut u = udp("self_similar", 3);
+        u["load_bps"] = serde_json::Value::Null;
+        let mut p = build(&config(serde_json::json!({"udp": [u]}))).unwrap();
+        let mut rng = seeded(3);
+        let mut want = SourceConfig::new(SourceKind::SelfSimilar(SelfSimilarConfig::default()))
+            .build("x", &mut rng)
+            .unwrap();
+        let j = &mut p.udp[0];
+        for _ in 0..1000 {
+            assert_eq!(j.source.next(&mut j.rng), want.next(&mut rng));
+        }
+    }
+
+    #[test]
+    fn the_loopback_qdisc_is_found() {
+        let p = build(&config(serde_json::json!({
+            "qdiscs": [{"link": 3, "dev": "lo", "sample": true}]
+        })))
+        .unwrap();
+        assert_eq!(p.qdiscs[0].ifindex, 1);
+        assert_eq!(p.qdiscs_at_start[0].link, 3);
+        assert_eq!(p.qdiscs_at_start[0].dev, "lo");
+        assert!(p.netlink.is_some());
+    }
 }

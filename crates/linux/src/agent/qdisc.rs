@@ -28,6 +28,23 @@ pub(crate) struct QdiscStats {
     pub backlog_bytes: u32,
 }
 
+impl QdiscStats {
+    pub fn report(&self, link: u32, dev: &str) -> super::QdiscReport {
+        super::QdiscReport {
+            link,
+            dev: dev.to_string(),
+            kind: self.kind.clone(),
+            sent_pkts: self.sent_pkts,
+            sent_bytes: self.sent_bytes,
+            drops: self.drops,
+            overlimits: self.overlimits,
+            requeues: self.requeues,
+            qlen_pkts: self.qlen_pkts,
+            backlog_bytes: self.backlog_bytes,
+        }
+    }
+}
+
 /// The interface index of `dev` in this network namespace.
 pub(crate) fn ifindex(dev: &str) -> Option<u32> {
     let name = std::ffi::CString::new(dev).ok()?;

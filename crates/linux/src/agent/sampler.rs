@@ -90,17 +90,49 @@ pub(crate) fn run(
                 Err(e) => run.error(format!("sampler: {e}")),
             }
         }
-        // Instants already more than half an interval behind are missed: counted, skipped.
-        k += 1;
-        let now = now_ns();
-        loop {
-            let next = instant_ns(run.epoch_ns, interval_ns, k);
-            if next >= run.end_ns || now <= next + interval_ns / 2 {
-                break;
-            }
-            out.late += 1;
-            k += 1;
-        }
+        let (next, missed) = next_instant(run.epoch_ns, interval_ns, run.end_ns, k, now_ns());
+        k = next;
+        out.late += missed;
     }
     (out, netlink)
+}
+
+/// The instant to sample after instant `k`, taken by `now_ns`: the next one, unless it is
+/// already more than half an interval behind, then the first that is not (the ones skipped are
+/// missed, counted as late). Returns (that k, instants missed).
+pub(crate) fn next_instant(
+    epoch_ns: u64,
+    interval_ns: u64,
+    end_ns: u64,
+    k: u64,
+    now_ns: u64,
+) -> (u64, u64) {
+    let mut k = k + 1;
+    let mut missed = 0;
+    loop {
+        let t = instant_ns(epoch_ns, interval_ns, k);
+        if t >= end_ns || now_ns <= t + interval_ns / 2 {
+            return (k, missed);
+        }
+        missed += 1;
+        k += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missed_instants_are_skipped_and_counted() {
+        // Epoch 1000, interval 100, end 1000 + 1000: instants 1100, 1200, ..., 1900.
+        let next = |k, now| next_instant(1000, 100, 2000, k, now);
+        assert_eq!(next(1, 1110), (2, 0));
+        // Instant 2 (1200) is still within half an interval at 1250.
+        assert_eq!(next(1, 1250), (2, 0));
+        assert_eq!(next(1, 1251), (3, 1));
+        assert_eq!(next(1, 1480), (5, 3));
+        // Past the last instant: k points after it; only the instants before the end count.
+        assert_eq!(next(8, 5000), (10, 1));
+    }
 }
