@@ -21,6 +21,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     match args {
         [cmd, cfg] if cmd == "delayline" => delayline::main(std::path::Path::new(cfg)),
         [cmd, cfg] if cmd == "agent" => agent::main(std::path::Path::new(cfg)),
-        _ => Err(format!("usage: delayline CONFIG.json | agent CONFIG.json (got {args:?})")),
+        _ => Err(format!(
+            "usage: delayline CONFIG.json | agent CONFIG.json (got {args:?})"
+        )),
     }
 }
