@@ -122,17 +122,19 @@ def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, t
     p = linux.check(sc)
     with linux.Testbed(sc, p, tmp_path) as tb:
         tb.build()
-        tb.start(time.monotonic_ns() + 10**9)  # agents idle until the epoch; the delay line runs
-        tb.wait_ready(time.monotonic_ns() + 5 * 10**9)
-        out = subprocess.run(["ip", "netns", "exec", tb.ns[0], "ping", "-n", "-q", "-c", "50", "-i", "0.01", p.node_addr(1)],
+        # The agents' epoch is far away: no flow starts while ping measures the idle wire.
+        tb.start(time.monotonic_ns() + 600 * 10**9)
+        tb.wait_ready(time.monotonic_ns() + 10 * 10**9)
+        out = subprocess.run(["ip", "netns", "exec", tb.ns[0], "ping", "-n", "-c", "100", "-i", "0.01", p.node_addr(1)],
                              capture_output=True, text=True, timeout=60).stdout
-    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
-    assert m, out
-    rtt_min, rtt_avg, rtt_max = (float(m.group(i)) / 1e3 for i in (1, 2, 3))
     assert " 0% packet loss" in out, out
-    # Two directions of 10 ms; serialization of a ping at 10 Mbit/s is 0.07 ms each way.
-    assert abs(rtt_avg - 0.020) < 2 * tolerance_s, out
-    assert rtt_max - 0.020 < 4 * tolerance_s, out
+    rtts = sorted(float(x) / 1e3 for x in re.findall(r"time=([\d.]+) ms", out))
+    assert len(rtts) == 100, out
+    median, p95 = rtts[50], rtts[95]
+    # Two directions of 10 ms, each held within the tolerance (serialization of a ping at 10 Mbit/s
+    # adds 0.07 ms each way): the median and the 95th percentile of 100 pings.
+    assert 0.020 <= median < 0.020 + 2 * tolerance_s, out
+    assert p95 < 0.020 + 2 * tolerance_s, out
     assert _ours() == []
 
     tables = linux.run(sc)
@@ -141,11 +143,12 @@ def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, t
     (wire,) = dl["wires"]
     for d in ("ab", "ba"):
         assert wire[d]["own_drops_pkts"] == 0 and wire[d]["reordered_pkts"] == 0 and wire[d]["lost_pkts"] == 0, wire
-        assert wire[d]["rx_pkts"] == wire[d]["tx_pkts"], wire
+        assert wire[d]["rx_pkts"] == wire[d]["tx_pkts"] + wire[d]["held_at_end_pkts"], wire
     assert wire["ab"]["tx_pkts"] > 1000
-    (flow,) = tables["flows"].to_pylist()
-    # Slow start takes a few RTTs of the 6 s; 0.85 of the rate over the whole run.
-    assert flow["goodput_bps"] > 0.85 * rate_bps * 1448 / 1500, flow
+    # The rate carried once the flow has filled the path (from 2 s on): 0.9 of the payload rate.
+    s = [(r["t_s"], r["delivered_bytes"]) for r in tables["flow_samples"].to_pylist() if r["t_s"] >= 2.0]
+    rate = (s[-1][1] - s[0][1]) * 8 / (s[-1][0] - s[0][0])
+    assert rate > 0.9 * rate_bps * 1448 / 1500, (rate, s[:3], s[-3:])
     srtt = [s for s in tables["flow_samples"].column("srtt_s").to_pylist() if s is not None]
     assert min(srtt) >= 0.020 - tolerance_s, min(srtt)
     assert _ours() == []
