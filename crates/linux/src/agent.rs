@@ -17,14 +17,35 @@
 //! joined before the report is written, and whatever went wrong is in `errors` (and a flow's
 //! `error`), never dropped.
 //!
-//! Fields added to the contract's types (all optional for the orchestrator to read):
-//! [`UdpFlowConfig::pkt_bytes`]; in the report, [`Report::ready_s`],
-//! [`Report::stopped_by_signal`], [`Report::web_flows_after_end`], [`Report::sink_udp_short_pkts`],
-//! [`Report::sink_udp_socket_drops`], [`Report::sysctls`], [`Report::qdiscs_at_start`], [`TcpFlowReport::all_written_s`],
-//! the [`TcpInfo`] fields after `snd_mss`, the [`TcpSamples`] columns after `total_retrans`,
-//! [`SinkConnReport::accepted_s`] and `eof_s`, the [`UdpSentReport`] fields after
-//! `send_errors`, the [`UdpRecvReport`] fields after `reordered_pkts`, and the [`QdiscSamples`]
-//! columns `overlimits` and `requeues`.
+//! What the orchestrator should know:
+//! - Start every sink agent and wait for its ready file before the epoch: a TCP flow whose sink
+//!   is not listening fails at once (connect refused: the flow's `error` and a line in `errors`;
+//!   no retry, since a retry would move the flow's start), and a UDP flow sends into the void
+//!   (unconnected socket: nothing at the sender says so; the sink's counts show it).
+//! - A TCP sink connection is matched to its flow by the sender's `local_port` (`peer_port` at
+//!   the sink). Web flows are `tcp` entries with `workload` and `index` (the flow's position
+//!   among the workload's draws) and `flow` None.
+//! - The kernel caches TCP metrics (ssthresh, RTT) per destination within a namespace: set
+//!   `net.ipv4.tcp_no_metrics_save=1` in every namespace, or the web flows (all to one
+//!   destination) and repeated runs inherit each other's state, which the simulator has no
+//!   notion of. The report's `sysctls` records this and the other settings that matter.
+//! - Qdisc counters are the kernel's, cumulative since the qdisc was created: a qdisc made fresh
+//!   for the run starts at 0, otherwise subtract `qdiscs_at_start`.
+//! - Signals: SIGTERM stops the agent early, its report written and `linux_main` returning
+//!   normally; SIGINT does too, and then Python's own SIGINT handler, which the agent keeps,
+//!   raises KeyboardInterrupt once `linux_main` has returned. After the agent returns, SIGTERM
+//!   terminates the process as by default.
+//! - The sinks count what they read before the end; TCP_INFO's `bytes_acked` counts the SYN (and
+//!   the FIN), so a completed sized flow of N bytes shows N at the sink and N + 2 acked.
+//!
+//! Fields added to the contract's types (the orchestrator may ignore them):
+//! [`UdpFlowConfig::pkt_bytes`] (optional); in the report, [`Report::ready_s`],
+//! [`Report::stopped_by_signal`], [`Report::web_flows_after_end`],
+//! [`Report::sink_udp_short_pkts`], [`Report::sink_udp_socket_drops`], [`Report::sysctls`],
+//! [`Report::qdiscs_at_start`], [`TcpFlowReport::all_written_s`], the [`TcpInfo`] fields after
+//! `snd_mss`, the [`TcpSamples`] columns after `total_retrans`, [`SinkConnReport::accepted_s`]
+//! and `eof_s`, the [`UdpSentReport`] fields after `send_errors`, the [`UdpRecvReport`] fields
+//! after `reordered_pkts`, and the [`QdiscSamples`] columns `overlimits` and `requeues`.
 
 mod clock;
 mod plan;
@@ -144,7 +165,7 @@ pub struct Report {
     /// created: subtract `qdiscs_at_start` (or a qdisc sample) when the qdisc is older than the run.
     pub qdiscs: Vec<QdiscReport>,
     /// Added: every `qdiscs` entry's counters when the agent checked its configuration, before
-    /// `ready_path` (same order as `qdiscs`).
+    /// `ready_path` (each names its link and device, as in `qdiscs`).
     pub qdiscs_at_start: Vec<QdiscReport>,
     /// Sampling instants missed or taken more than half an interval late (host overloaded).
     pub late_samples: u64,
@@ -450,6 +471,12 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         .map_err(|e| format!("agent: ready_path: cannot create {}: {e}", cfg.ready_path))?;
     let r = clock::Run::new(plan.epoch_ns, plan.end_ns, signals.flag());
     report.ready_s = r.now_s();
+    if report.ready_s > 0.0 {
+        r.error(format!(
+            "ready {:.3} s after the epoch: what was due before then starts late",
+            report.ready_s
+        ));
+    }
 
     let plan::Plan {
         interval_ns,
