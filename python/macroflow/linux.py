@@ -811,6 +811,10 @@ def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dic
     for r in reports:
         for e in r.get("errors", []):
             out.append(f"agent: {e}")
+        if r.get("sink_udp_socket_drops"):
+            out.append(f"a UDP sink's socket dropped {r['sink_udp_socket_drops']} datagrams (its receive buffer was full)")
+        if r.get("stopped_by_signal"):
+            out.append("an agent was stopped by a signal before the end of the run")
     if dl:
         for w in dl["wires"]:
             for d in ("ab", "ba"):
@@ -943,7 +947,13 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
                 "throughput_bps": got["bytes"] * 8 / active if active > 0 else 0.0,
             })
     udp_flows.sort(key=lambda u: u["flow"])
-    qfinal = {q["link"]: q for r in reports for q in r["qdiscs"]}
+    # The kernel's counters since each qdisc was made (before the run): the run's are the difference.
+    start = {q["link"]: q for r in reports for q in r.get("qdiscs_at_start", [])}
+    qfinal = {}
+    for r in reports:
+        for q in r["qdiscs"]:
+            q0 = start.get(q["link"], {})
+            qfinal[q["link"]] = dict(q, **{k: q[k] - q0.get(k, 0) for k in ("sent_pkts", "sent_bytes", "drops")})
     qs: Dict[int, List[int]] = {}
     queue_samples: Dict[str, list] = {k: [] for k in schemas["queue_samples"].names}
     for r in reports:
