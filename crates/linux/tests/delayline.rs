@@ -256,6 +256,13 @@ impl Testbed {
     /// SIGTERM, then the report.
     fn stop_delayline(&mut self) -> Value {
         let mut child = self.dl.take().unwrap();
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{}/stat", child.id())) {
+            let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split_whitespace().collect();
+            println!(
+                "delay line process: {} minor, {} major page faults",
+                f[7], f[9]
+            );
+        }
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let st = child.wait().unwrap();
