@@ -102,6 +102,31 @@ pub fn set_timer_slack_1ns() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Locks the process's pages in memory as they are touched (MCL_ONFAULT: nothing is populated
+/// ahead) and keeps them there: a page of the delay line's code or of its held frames that the
+/// kernel reclaimed would stall a direction for the length of a disk read.
+pub fn lock_memory() -> io::Result<()> {
+    // SAFETY: plain call.
+    cvt(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) })
+        .map(drop)
+}
+
+/// Undoes [`lock_memory`] when the delay line returns to its caller.
+pub fn unlock_memory() {
+    // SAFETY: plain call.
+    unsafe { libc::munlockall() };
+}
+
+/// Puts the calling thread in SCHED_FIFO at `priority`. Fails without CAP_SYS_NICE or where the
+/// cgroup grants no real-time budget; the caller goes on under the normal scheduler.
+pub fn set_fifo(priority: i32) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pid 0 is the calling thread; one sched_param.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(drop)
+}
+
 /// One AF_PACKET socket bound to one interface: it receives every frame arriving on it (never
 /// those transmitted on it) and sends raw Ethernet frames out of it.
 pub struct PacketSocket {
