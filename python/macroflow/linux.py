@@ -816,15 +816,21 @@ def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dic
         if r.get("stopped_by_signal"):
             out.append("an agent was stopped by a signal before the end of the run")
     if dl:
+        late = sent = 0
+        worst = (0, "")
         for w in dl["wires"]:
             for d in ("ab", "ba"):
                 s = w[d]
                 if s["own_drops_pkts"] or s["reordered_pkts"]:
                     out.append(f"delay line {w['name']}.{d}: {s['own_drops_pkts']} frames dropped by the delay line itself, "
                                f"{s['reordered_pkts']} reordered")
-                if s["late_pkts"]:
-                    out.append(f"delay line {w['name']}.{d}: {s['late_pkts']} of {s['tx_pkts']} frames more than "
-                               f"{LATE_THRESHOLD_NS / 1e6:g} ms late (max {s['max_late_ns'] / 1e6:.2f} ms)")
+                late, sent = late + s["late_pkts"], sent + s["tx_pkts"]
+                worst = max(worst, (s["max_late_ns"], f"{w['name']}.{d}"))
+        if late:
+            out.append(f"delay line: {late} of {sent} frames left more than {LATE_THRESHOLD_NS / 1e6:g} ms after their due "
+                       f"time (the worst {worst[0] / 1e6:.2f} ms late, on {worst[1]})")
+        if not dl.get("memory_locked", True) or not all(w[d].get("sched_fifo", True) for w in dl["wires"] for d in ("ab", "ba")):
+            out.append("delay line: without real-time priority or locked memory (CAP_SYS_NICE, CAP_IPC_LOCK): its delay is less robust")
     return out
 
 

@@ -9,8 +9,8 @@
 mod convert;
 mod de;
 mod flowmodel;
-mod linux;
 mod fse;
+mod linux;
 mod sim;
 mod tables;
 mod tcb;

@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 
 #[pyfunction]
 fn linux_main(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
-    py.detach(|| ::linux::main(&args)).map_err(PyRuntimeError::new_err)
+    py.detach(|| ::linux::main(&args))
+        .map_err(PyRuntimeError::new_err)
 }
 
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
