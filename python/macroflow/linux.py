@@ -642,7 +642,7 @@ class Testbed:
                 if src == n:
                     udp.append({"flow": udp_ids, "dst": p.node_addr(dst), "port": UDP_PORT, "start_s": f.start_s,
                                 "kind": f.kind, "rate_bps": f.rate_bps, "load_bps": f.load_bps, "dscp": f.dscp,
-                                "seed": (sc.seed * 7919 + i) % (1 << 64)})
+                                "seed": _udp_seed(sc.seed, udp_ids)})
                 udp_ids += 1
         for w, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, WebFlow)):
             src, dst = p.ends[i]
@@ -708,6 +708,15 @@ def _cpu_seconds(pid: int) -> Optional[float]:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _udp_seed(seed: int, k: int) -> int:
+    """The generator seed of the scenario's k-th UDP flow: the scenario's seed plus k. The
+    simulator draws every UDP packet from its one generator, seeded with the scenario's seed, so
+    when a UDP flow is the simulation's only random source (as in ``sim-vs-linux``) the first UDP
+    flow sends exactly the simulator's packets on Linux too: the engines see the same cross
+    traffic, and the comparison is paired."""
+    return (seed + k) % (1 << 64)
 
 
 def _python() -> str:
