@@ -64,6 +64,10 @@ MIN_SAMPLE_INTERVAL_S = 0.01
 MAX_DURATION_S = 86400.0
 #: The fastest link (tbf's rates are 64-bit; the delay line holds its delay to about 1 Gbit/s).
 MAX_RATE_BPS = 40e9
+#: The slowest link tbf is given (a 1500-byte packet every 12 s).
+MIN_RATE_BPS = 1000.0
+#: The most web flows a run may draw (the simulator's MAX_WEB_FLOWS).
+MAX_WEB_FLOWS = 1_000_000
 #: Sinks listen on these ports in every node.
 TCP_PORT, UDP_PORT = 5001, 5002
 #: Ethernet header bytes, which tbf would otherwise count on top of the IP packet.
@@ -140,6 +144,8 @@ class Plan:
     next_hop: Dict[Tuple[int, int], int]
     ends: List[Tuple[int, int]]  # per scenario flow (web workloads too)
     kernel_cc: Dict[int, str]  # scenario flow index -> kernel congestion control
+    #: Where this testbed will not behave as the simulator does (recorded as warnings of the run).
+    notes: List[str] = field(default_factory=list)
 
     def node_addr(self, n: int) -> str:
         hi, lo = divmod(n + 1, 256)
@@ -153,7 +159,8 @@ def _queue(spec: Optional[Dict[str, Any]], pkts: Optional[int], default_pkts: in
     kind = spec.get("kind")
     if kind == "random_drop":
         inner = _queue(spec.get("inner"), None, default_pkts, 0.0, f"{where}.inner")
-        return Queue(inner.limit_pkts, inner.limit_bytes, float(spec["p"]))
+        # Nested random drops are independent: a packet passes both with (1-p)(1-q).
+        return Queue(inner.limit_pkts, inner.limit_bytes, 1 - (1 - float(spec["p"])) * (1 - inner.loss))
     if kind == "drop_tail":
         p, b = spec.get("limit_pkts"), spec.get("limit_bytes")
         if p is None and b is None:
@@ -196,8 +203,8 @@ def _expand(sc: Scenario) -> Tuple[List[str], List[Link], List[Pair], Dict[str, 
         delays = t.access_delays_s if t.access_delays_s is not None else [0.001] * t.pairs
         for i in range(t.pairs):
             s, r = node(f"S{i + 1}"), node(f"D{i + 1}")
-            duplex(s, left, t.access_rate_bps, delays[i], Queue(1000, None))
-            duplex(right, r, t.access_rate_bps, delays[i], Queue(1000, None))
+            duplex(s, left, t.access_rate_bps, delays[i], Queue(10_000, None))  # the bindings' access queue
+            duplex(right, r, t.access_rate_bps, delays[i], Queue(10_000, None))
     elif isinstance(t, ParkingLot):
         q = _queue(t.queue, t.queue_pkts, 1000, 0.0, "topology.queue")
         routers = []
@@ -264,9 +271,11 @@ def plan(sc: Scenario) -> Plan:
         raise LinuxEngineError(
             f"topology: {len(nodes)} nodes; the linux engine creates a namespace per node and runs at most {MAX_NODES - 1}")
     for l in links:
-        if l.rate_bps > MAX_RATE_BPS:
-            raise LinuxEngineError(f"topology: link {nodes[l.src]}->{nodes[l.dst]} at {l.rate_bps:g} bit/s; at most {MAX_RATE_BPS:g}")
+        if not MIN_RATE_BPS <= l.rate_bps <= MAX_RATE_BPS:
+            raise LinuxEngineError(f"topology: link {nodes[l.src]}->{nodes[l.dst]} at {l.rate_bps:g} bit/s; the linux engine "
+                                   f"shapes {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} bit/s")
     kernel_cc: Dict[int, str] = {}
+    notes: List[str] = []
     for i, f in enumerate(sc.flows):
         if isinstance(f, (TcpFlow, WebFlow)):
             cc = f.linux_cc or KERNEL_CC.get(f.cc)
@@ -275,6 +284,15 @@ def plan(sc: Scenario) -> Plan:
                     f"flows.{i}.cc = {f.cc!r}: the kernel has no counterpart of the simulator's {f.cc}; name a kernel "
                     f"one with flows.{i}.linux_cc (counterparts: {KERNEL_CC})")
             kernel_cc[i] = cc
+            if f.linux_cc is None and f.cc == "newreno":
+                notes.append(f"flows.{i}: the simulator's newreno grows by a/cwnd per ACK; kernel reno counts acknowledged "
+                             f"segments (the simulator's newreno_abc), which with delayed ACKs grows twice as fast")
+        if isinstance(f, WebFlow):
+            end = f.end_s if f.end_s is not None else sc.duration_s
+            expected = f.load_bps * max(0.0, min(end, sc.duration_s) - f.start_s) / (8 * f.mean_size_bytes)
+            if expected > MAX_WEB_FLOWS:
+                raise LinuxEngineError(f"flows.{i}.load_bps = {f.load_bps:g}: about {expected:.3g} web flows in the run; "
+                                       f"at most {MAX_WEB_FLOWS:g}")
     if isinstance(sc.topology, Dumbbell):
         ends = [(1 + 2 * f.pair + 1, 1 + 2 * f.pair + 2) for f in sc.flows]  # S{pair+1}, D{pair+1}
     else:
@@ -282,7 +300,57 @@ def plan(sc: Scenario) -> Plan:
         ends = [(ids[f.src], ids[f.dst]) for f in sc.flows]
     measured = sc.measure_links if sc.measure_links is not None else (
         ["bottleneck"] if isinstance(sc.topology, Dumbbell) else list(names))
-    return Plan(nodes, links, pairs, [names[m] for m in measured], _next_hops(len(nodes), links, pairs), ends, kernel_cc)
+    hops = _next_hops(len(nodes), links, pairs)
+    for i, (a, b) in enumerate(ends):
+        if (a, b) not in hops:
+            raise LinuxEngineError(f"flows.{i}: no route from {nodes[a]} to {nodes[b]}")
+        if isinstance(sc.flows[i], (TcpFlow, WebFlow)) and (b, a) not in hops:
+            raise LinuxEngineError(f"flows.{i}: no route back from {nodes[b]} to {nodes[a]} for the ACKs")
+    notes += _path_notes(nodes, links, pairs, hops, ends, sc)
+    return Plan(nodes, links, pairs, [names[m] for m in measured], hops, ends, kernel_cc, notes)
+
+
+def _path_notes(nodes: List[str], links: List[Link], pairs: List[Pair], hops: Dict[Tuple[int, int], int],
+                ends: List[Tuple[int, int]], sc: Scenario) -> List[str]:
+    """Where paths or queues differ from the simulator's: equal-cost paths (the simulator spreads
+    flows over them by a hash; the kernel here takes the first), and a flow whose slowest link is
+    its own host's (the queue is then in the sender's qdisc, which TCP Small Queues keep short,
+    not in a router's)."""
+    out = []
+    by_pair_dir = {(l.duplex, l.src): l for l in links}
+    for i, (a, b) in enumerate(ends):
+        path, n = [], a
+        while n != b and len(path) <= len(nodes):
+            pr = pairs[hops[(n, b)]]
+            path.append(by_pair_dir[(pr.index, n)])
+            n = pr.b if n == pr.a else pr.a
+        if len(path) > 1 and isinstance(sc.flows[i], (TcpFlow, WebFlow)) and path[0].rate_bps <= min(l.rate_bps for l in path[1:]):
+            out.append(f"flows.{i}: its slowest link ({nodes[a]}->{nodes[path[0].dst]}) is its own host's, where TCP Small "
+                       f"Queues keep the queue short; in the simulator that queue fills as a router's would")
+        elif len(path) == 1 and isinstance(sc.flows[i], (TcpFlow, WebFlow)):
+            out.append(f"flows.{i}: {nodes[a]} and {nodes[b]} are neighbours: the link's queue is in the sender's qdisc, "
+                       f"where TCP Small Queues keep it short")
+    # Equal-cost next hops: more than one link one hop closer to a destination.
+    dist: Dict[int, Dict[int, int]] = {}
+    for d in {b for _, b in ends} | {a for a, _ in ends}:
+        into: Dict[int, List[Link]] = {}
+        for l in links:
+            into.setdefault(l.dst, []).append(l)
+        dd, frontier = {d: 0}, deque([d])
+        while frontier:
+            v = frontier.popleft()
+            for l in into.get(v, []):
+                if l.src not in dd:
+                    dd[l.src] = dd[v] + 1
+                    frontier.append(l.src)
+        dist[d] = dd
+        for v in dd:
+            closer = [l for l in links if l.src == v and l.dst in dd and dd[l.dst] == dd[v] - 1]
+            if len(closer) > 1:
+                out.append(f"topology: {nodes[v]} has {len(closer)} equal-cost next hops towards {nodes[d]}; the simulator "
+                           f"spreads flows over them by a hash, this testbed takes the first ({nodes[closer[0].dst]})")
+                break
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,7 +375,7 @@ class Capabilities:
 
 #: Qdiscs probed: what the engine uses and what it would use if present.
 PROBED_QDISCS = ("tbf", "htb", "pfifo", "bfifo", "netem", "fq", "fq_codel", "red", "sfq", "codel", "prio")
-TOOLS = {"ip": ["ip", "-V"], "tc": ["tc", "-V"], "ethtool": ["ethtool", "--version"]}
+TOOLS = {"ip": ["ip", "-V"], "tc": ["tc", "-V"], "ethtool": ["ethtool", "--version"], "sysctl": ["sysctl", "--version"]}
 _CAPS: Optional[Capabilities] = None
 
 
@@ -332,7 +400,8 @@ def capabilities(refresh: bool = False) -> Capabilities:
         except (OSError, IndexError, subprocess.TimeoutExpired):
             tools[name] = ""
     caps = Capabilities(os.geteuid() == 0, tools, {q: False for q in PROBED_QDISCS}, [], os.uname().release)
-    caps.missing += [f"the tool {t} (Debian: {'iproute2' if t in ('ip', 'tc') else t})" for t, v in tools.items() if not v]
+    debian = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps"}
+    caps.missing += [f"the tool {t} (Debian: {debian.get(t, t)})" for t, v in tools.items() if not v]
     if not caps.root:
         caps.missing.append("root (network namespaces, qdiscs and AF_PACKET need CAP_NET_ADMIN and CAP_SYS_ADMIN)")
     try:
@@ -341,7 +410,9 @@ def capabilities(refresh: bool = False) -> Capabilities:
         caps.missing.append("/proc/sys/net/ipv4/tcp_available_congestion_control")
     if caps.root and tools.get("ip") and tools.get("tc"):
         probe = f"{PREFIX}{os.getpid()}r0-probe"
+        _OURS.add(probe)
         try:
+            _sh(["ip", "netns", "del", probe], check=False)  # a dead process's of the same pid
             p = _sh(["ip", "netns", "add", probe], check=False)
             if p.returncode != 0:
                 caps.missing.append(f"network namespaces (`ip netns add` failed: {p.stderr.strip()})")
@@ -354,6 +425,7 @@ def capabilities(refresh: bool = False) -> Capabilities:
                 caps.missing += [f"the {q} qdisc" for q in ("tbf", "pfifo", "bfifo") if not caps.qdiscs[q]]
         finally:
             _sh(["ip", "netns", "del", probe], check=False)
+            _OURS.discard(probe)
     _CAPS = caps
     return caps
 
@@ -391,6 +463,9 @@ def check(sc: Scenario) -> Plan:
 # Names, stale runs, cleanup.
 
 _RUNS = iter(range(1, 1 << 62))
+#: Namespaces this process created and has not yet deleted (a namespace named with this
+#: process's pid but not here is a dead process's that had the same pid: stale).
+_OURS: set = set()
 
 
 def live_namespaces(own_only: bool = False) -> List[str]:
@@ -428,15 +503,21 @@ def _delete_namespaces(names: Sequence[str]) -> List[str]:
         p = _sh(["ip", "netns", "del", ns], check=False)
         if p.returncode != 0 and "No such file" not in p.stderr:
             errors.append(f"ip netns del {ns}: {p.stderr.strip()}")
+        else:
+            _OURS.discard(ns)
     return errors
 
 
 def remove_stale() -> int:
     """Removes the namespaces (and their processes) of runs whose process is gone (killed with
     SIGKILL, or a machine that lost power); returns how many namespaces."""
-    stale = [n for n in live_namespaces() if not _alive(int(_NAME.match(n).group(1)))]  # type: ignore[union-attr]
-    _delete_namespaces(stale)
-    return len(stale)
+    def stale(n: str) -> bool:
+        pid = int(_NAME.match(n).group(1))  # type: ignore[union-attr]
+        return n not in _OURS if pid == os.getpid() else not _alive(pid)
+
+    names = [n for n in live_namespaces() if stale(n)]
+    _delete_namespaces(names)
+    return len(names)
 
 
 class _Terminated(SystemExit):
@@ -487,8 +568,9 @@ class Testbed:
     def __init__(self, sc: Scenario, p: Plan, workdir: pathlib.Path):
         self.sc, self.p, self.dir = sc, p, workdir
         run = next(_RUNS)
-        self.ns = [f"{PREFIX}{os.getpid()}r{run}-n{i}" for i in range(len(p.nodes))]
-        self.wire_ns = f"{PREFIX}{os.getpid()}r{run}-w"
+        self.prefix = f"{PREFIX}{os.getpid()}r{run}-"
+        self.ns = [f"{self.prefix}n{i}" for i in range(len(p.nodes))]
+        self.wire_ns = f"{self.prefix}w"
         self.created: List[str] = []
         self.procs: Dict[str, subprocess.Popen] = {}
         self.cleanup_errors: List[str] = []
@@ -505,12 +587,18 @@ class Testbed:
         raise _Terminated(128 + signum)
 
     def __exit__(self, *exc: Any) -> None:
-        # Signals wait until the cleanup is done: a second SIGTERM must not cut it short.
-        blocked = threading.current_thread() is threading.main_thread()
-        if blocked:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+        # A signal during the cleanup is recorded, not acted on, until the cleanup is done: a
+        # second Ctrl-C or SIGTERM must not cut it short. (Blocking the signal would not do: a
+        # process-directed signal goes to another thread, and Python still runs its handler in
+        # the main thread.)
+        got: List[int] = []
+        main = threading.current_thread() is threading.main_thread()
+        during: Dict[int, Any] = {}
+        if main:
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                during[sig] = signal.signal(sig, lambda signum, frame: got.append(signum))
         try:
-            for name, proc in self.procs.items():
+            for proc in self.procs.values():
                 if proc.poll() is None:
                     proc.kill()
             for proc in self.procs.values():
@@ -518,18 +606,25 @@ class Testbed:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     self.cleanup_errors.append(f"process {proc.pid} did not exit")
-            self.cleanup_errors += _delete_namespaces(self.created)
+            # Also any of this run's namespaces a signal kept from being recorded.
+            extra = [n for n in live_namespaces(own_only=True) if n.startswith(self.prefix) and n not in self.created]
+            self.cleanup_errors += _delete_namespaces(self.created + extra)
         finally:
-            for sig, h in self._old_handlers.items():
-                signal.signal(sig, h)
-            if blocked:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+            for sig, h in during.items():
+                signal.signal(sig, self._old_handlers.get(sig, h))
+        if got and exc[0] is None:
+            if got[0] == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise _Terminated(128 + got[0])
 
     # -- building
     def _add_ns(self, name: str, sysctls: Dict[str, str]) -> None:
-        _sh(["ip", "netns", "add", name])
+        # Recorded first: a signal while `ip netns add` runs must not leave it unknown.
         self.created.append(name)
-        _sh(["ip", "netns", "exec", name, "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in sysctls.items()]])
+        _OURS.add(name)
+        _sh(["ip", "netns", "add", name])
+        # -e: a kernel booted without IPv6 has no net.ipv6 keys, and needs none of them.
+        _sh(["ip", "netns", "exec", name, "sysctl", "-e", "-q", "-w", *[f"{k}={v}" for k, v in sysctls.items()]])
 
     def build(self) -> None:
         p = self.p
@@ -633,21 +728,24 @@ class Testbed:
         tcp_ids = 0
         for i, f in enumerate(sc.flows):
             src, dst = p.ends[i]
+            # A flow that starts at or after the end never runs (the simulator's stays pending):
+            # not given to the agent, a row of zeros in the tables.
             if isinstance(f, TcpFlow):
-                if src == n:
+                if src == n and f.start_s < sc.duration_s:
                     tcp.append({"flow": tcp_ids, "dst": p.node_addr(dst), "port": TCP_PORT, "cc": p.kernel_cc[i],
                                 "start_s": f.start_s, "size_bytes": f.size_bytes, "dscp": f.dscp})
                 tcp_ids += 1
             elif isinstance(f, UdpFlow):
-                if src == n:
+                if src == n and f.start_s < sc.duration_s:
                     udp.append({"flow": udp_ids, "dst": p.node_addr(dst), "port": UDP_PORT, "start_s": f.start_s,
                                 "kind": f.kind, "rate_bps": f.rate_bps, "load_bps": f.load_bps, "dscp": f.dscp,
                                 "seed": _udp_seed(sc.seed, udp_ids)})
                 udp_ids += 1
         for w, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, WebFlow)):
             src, dst = p.ends[i]
-            if src == n:
-                end_s = f.end_s if f.end_s is not None else max(f.start_s, sc.duration_s)
+            if src == n and f.start_s < sc.duration_s:
+                # Flows drawn after the end would not run: the draws stop there.
+                end_s = min(f.end_s if f.end_s is not None else sc.duration_s, sc.duration_s)
                 web.append({"workload": w, "dst": p.node_addr(dst), "port": TCP_PORT, "load_bps": f.load_bps,
                             "mean_size_bytes": f.mean_size_bytes, "pareto_shape": f.pareto_shape, "start_s": f.start_s,
                             "end_s": end_s, "cc": p.kernel_cc[i], "seed": (sc.seed * 104729 + i) % (1 << 64)})
@@ -730,7 +828,8 @@ class _CpuMonitor:
     the machine is busy, so a run says when it was (issue 15)."""
 
     def __init__(self) -> None:
-        self.busy: List[float] = []
+        #: (CLOCK_MONOTONIC ns at the end of the second, busy fraction of that second).
+        self.samples: List[Tuple[int, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -746,7 +845,7 @@ class _CpuMonitor:
             now = self._read()
             total, idle = now[0] - last[0], now[1] - last[1]
             if total > 0:
-                self.busy.append(1 - idle / total)
+                self.samples.append((time.monotonic_ns(), 1 - idle / total))
             last = now
 
     def __enter__(self) -> "_CpuMonitor":
@@ -797,15 +896,36 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None, workdi
             reports = [json.loads((tmp / f"agent{n}.report.json").read_text()) for n in range(len(p.nodes))]
             if progress is not None:
                 progress(sc.duration_s)
-            warnings = _warnings(cpu.busy, reports, dl)
-            info = {"setup_s": setup_s, "cpu_busy_max": max(cpu.busy, default=float("nan")),
-                    "cpu_busy_mean": sum(cpu.busy) / len(cpu.busy) if cpu.busy else float("nan")}
+            # Only the seconds of the run itself: set-up, start-up and teardown are busy by nature.
+            busy = [b for t, b in cpu.samples if epoch_ns + 10**9 <= t <= end_ns]
+            warnings = p.notes + _warnings(busy, reports, dl) + _veth_drops(tb)
+            info = {"setup_s": setup_s, "cpu_busy_max": max(busy, default=float("nan")),
+                    "cpu_busy_mean": sum(busy) / len(busy) if busy else float("nan")}
         if tb.cleanup_errors:
             raise LinuxEngineError("cleanup failed: " + "; ".join(tb.cleanup_errors))
         return _tables(sc, p, reports, dl, warnings, info)
     finally:
         if workdir is None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _veth_drops(tb: "Testbed") -> List[str]:
+    """Frames the veths themselves dropped (after a qdisc counted them as sent: a full backlog
+    at the receiving end), which no other counter shows."""
+    out = []
+    for n, ns in enumerate(tb.ns):
+        r = _sh(["ip", "-n", ns, "-s", "-j", "link", "show"], check=False)
+        try:
+            links = json.loads(r.stdout or "[]")
+        except ValueError:
+            out.append(f"could not read the interface counters of {tb.p.nodes[n]}")
+            continue
+        for l in links:
+            st = l.get("stats64", {})
+            dropped = st.get("rx", {}).get("dropped", 0) + st.get("tx", {}).get("dropped", 0)
+            if dropped and l.get("ifname") != "lo":
+                out.append(f"{tb.p.nodes[n]}: interface {l.get('ifname')} dropped {dropped} frames (not counted as link drops)")
+    return out
 
 
 def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dict[str, Any]]) -> List[str]:
@@ -901,12 +1021,19 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
                 file_flows[f["flow"]] = (n, c, f)
             else:
                 web[(f["workload"], f["index"])] = (n, c, f)
+    for k, i in enumerate(i for i, x in enumerate(sc.flows) if isinstance(x, TcpFlow)):
+        if k not in file_flows:  # started at or after the end: never ran
+            f0 = sc.flows[i]
+            file_flows[k] = (p.ends[i][0], -1, {"flow": k, "cc": p.kernel_cc[i], "local_port": 0, "start_s": f0.start_s,  # type: ignore[union-attr]
+                                                 "size_bytes": f0.size_bytes, "info": None, "finished_s": None})  # type: ignore[union-attr]
     order = [file_flows[k] for k in sorted(file_flows)] + [web[k] for k in sorted(web)]
     ids = {(n, c): fid for fid, (n, c, _) in enumerate(order)}  # (node, conn index) -> flow id
-    sinks: Dict[Tuple[str, int], Dict[str, Any]] = {}
-    for r in reports:
+    # A connection is its sink's (the flow's destination node) peer address and port: the same
+    # source port may be reused towards another destination.
+    sinks: Dict[Tuple[int, str, int], Dict[str, Any]] = {}
+    for n, r in enumerate(reports):
         for s in r["sink_tcp"]:
-            sinks[(s["peer_addr"], s["peer_port"])] = s
+            sinks[(n, s["peer_addr"], s["peer_port"])] = s
     srtt: Dict[int, List[float]] = {}
     flow_samples: Dict[str, list] = {k: [] for k in schemas["flow_samples"].names}
     for n, r in enumerate(reports):
@@ -919,7 +1046,8 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
             flow_samples["cwnd_pkts"].append(float(cwnd))
             flow_samples["ssthresh_pkts"].append(_ssthresh(ssth))
             flow_samples["state"].append(_state(s["ca_state"][k], cwnd, ssth))
-            flow_samples["delivered_bytes"].append(s["bytes_acked"][k])
+            # tcpi_bytes_acked counts the SYN as a byte (and the FIN once acknowledged).
+            flow_samples["delivered_bytes"].append(max(0, s["bytes_acked"][k] - 1))
             rtt = s["srtt_us"][k] / 1e6 if s["srtt_us"][k] else None
             flow_samples["srtt_s"].append(rtt)
             if rtt is not None:
@@ -929,7 +1057,8 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
     flows = []
     for fid, (n, _, f) in enumerate(order):
         src_addr = p.node_addr(n)
-        sink = sinks.get((src_addr, f["local_port"]))
+        dst_node = p.ends[_scenario_index(sc, f)][1]
+        sink = sinks.get((dst_node, src_addr, f["local_port"]))
         delivered = sink["bytes"] if sink else 0
         start = f["start_s"]
         done = f.get("finished_s")
@@ -937,7 +1066,7 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
         active = (done if fct is not None else dur) - start
         i = f.get("info") or {}
         rtts = srtt.get(fid) or ([i["rtt_us"] / 1e6] if i.get("rtt_us") else [])
-        dst = p.nodes[p.ends[_scenario_index(sc, f)][1]]
+        dst = p.nodes[dst_node]
         flows.append({
             "flow": fid, "src": p.nodes[n], "dst": dst, "cc": f["cc"], "start_s": start, "fct_s": fct,
             "delivered_bytes": delivered, "goodput_bps": delivered * 8 / active if active > 0 else 0.0,
@@ -950,18 +1079,16 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
         for u in r["sink_udp"]:
             udp_recv[u["flow"]] = u
     udp_flows = []
-    udp_specs = [(i, f) for i, f in enumerate(sc.flows) if isinstance(f, UdpFlow)]
-    for n, r in enumerate(reports):
-        for u in r["udp"]:
-            i, f = udp_specs[u["flow"]]
-            got = udp_recv.get(u["flow"], {"pkts": 0, "bytes": 0})
-            active = dur - f.start_s
-            udp_flows.append({
-                "flow": u["flow"], "src": p.nodes[p.ends[i][0]], "dst": p.nodes[p.ends[i][1]],
-                "sent_pkts": u["pkts"], "sent_bytes": u["bytes"], "received_pkts": got["pkts"], "received_bytes": got["bytes"],
-                "throughput_bps": got["bytes"] * 8 / active if active > 0 else 0.0,
-            })
-    udp_flows.sort(key=lambda u: u["flow"])
+    udp_sent = {u["flow"]: u for r in reports for u in r["udp"]}
+    for k, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, UdpFlow)):
+        sent = udp_sent.get(k, {"pkts": 0, "bytes": 0})  # absent: started at or after the end
+        got = udp_recv.get(k, {"pkts": 0, "bytes": 0})
+        active = dur - f.start_s
+        udp_flows.append({
+            "flow": k, "src": p.nodes[p.ends[i][0]], "dst": p.nodes[p.ends[i][1]],
+            "sent_pkts": sent["pkts"], "sent_bytes": sent["bytes"], "received_pkts": got["pkts"], "received_bytes": got["bytes"],
+            "throughput_bps": got["bytes"] * 8 / active if active > 0 else 0.0,
+        })
     # The kernel's counters since each qdisc was made (before the run): the run's are the difference.
     start = {q["link"]: q for r in reports for q in r.get("qdiscs_at_start", [])}
     qfinal = {}
@@ -993,7 +1120,8 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
             "offered_pkts": offered, "dropped_pkts": drops, "tx_pkts": sent - lost.get(l.id, 0), "tx_bytes": q.get("sent_bytes", 0),
             "utilization": q.get("sent_bytes", 0) * 8 / (l.rate_bps * dur), "loss_ratio": drops / offered if offered else 0.0,
             "mean_queue_pkts": sum(samples) / len(samples) if samples else float("nan"),
-            "max_queue_pkts": max(samples) if samples else None,
+            # The sampled maximum is only a lower bound of the true one: null, as unobservable.
+            "max_queue_pkts": None,
         })
     meta = {
         "engine": "linux", "duration_s": str(dur), "linux_kernel": capabilities().kernel,

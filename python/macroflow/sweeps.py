@@ -22,6 +22,7 @@ import itertools
 import multiprocessing
 import os
 import pathlib
+import signal
 import socket
 import threading
 import time
@@ -183,6 +184,10 @@ def _watch_parent(parent: int) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
+        # SIGTERM first: a Linux-engine run in this worker removes its namespaces on it (issue
+        # 15); then exit for certain.
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="macroflow-parent-watch").start()
@@ -295,7 +300,9 @@ def sweep(
         from macroflow.linux import LinuxEngineError, check
 
         try:
-            check(next(j.scenario for j in jobs if j.engine == "linux"))  # root, tools, qdiscs: before anything runs
+            for j in jobs:  # root, tools, qdiscs, each point's congestion controls: before anything runs
+                if j.engine == "linux":
+                    check(j.scenario)
         except LinuxEngineError as e:
             raise SweepError(str(e)) from None
     keys = [j.key for j in jobs]
@@ -315,7 +322,14 @@ def sweep(
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise SweepError(f"{out}: another sweep is writing this store; wait for it or use another --out") from None
-        return _sweep_locked(jobs, keys, unique, out, workers, ray, on_progress, meta)
+        try:
+            return _sweep_locked(jobs, keys, unique, out, workers, ray, on_progress, meta)
+        finally:
+            if linux:
+                # What a worker killed mid-run left (its own cleanup did not run).
+                from macroflow.linux import remove_stale
+
+                remove_stale()
 
 
 def _sweep_locked(jobs: Sequence[Job], keys: List[str], unique: Dict[str, Job], out: pathlib.Path,

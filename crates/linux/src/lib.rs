@@ -18,6 +18,10 @@ pub mod delayline;
 
 /// `linux_main(["delayline", CONFIG])` or `linux_main(["agent", CONFIG])`.
 pub fn main(args: &[String]) -> Result<(), String> {
+    // The orchestrator starts these programs; if it dies without stopping them (SIGKILL, a pool
+    // worker's os._exit), SIGTERM makes them write their report and exit instead of running on.
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and changes nothing else.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
     match args {
         [cmd, cfg] if cmd == "delayline" => delayline::main(std::path::Path::new(cfg)),
         [cmd, cfg] if cmd == "agent" => agent::main(std::path::Path::new(cfg)),
