@@ -207,6 +207,38 @@ def test_two_reno_flows_fill_the_dumbbell_and_leave_nothing_behind() -> None:
 
 
 @needs_netns
+def test_sized_web_and_udp_traffic_and_random_loss() -> None:
+    """A sized transfer completes with its FCT, web flows run and complete, the self-similar UDP
+    flow sends exactly the simulator's packets, and the bottleneck's random loss (in the delay
+    line) drops about its share of frames."""
+    flows = ('[[flows]]\ntype = "tcp"\npair = 0\nsize_bytes = 500000\nstart_s = 0.2\ncc = "cubic"\n'
+             '[[flows]]\ntype = "udp"\npair = 1\nkind = "self_similar"\nload_bps = 2e6\n'
+             '[[flows]]\ntype = "web"\npair = 1\nload_bps = 1e6\nend_s = 6\n')
+    text = _dumbbell(2, 10.0, flows=flows, random_drop=0.01)
+    sc = parse(text)
+    t = linux.run(sc)
+    tcp = t["flows"].to_pylist()
+    sized, web = tcp[0], tcp[1:]
+    assert sized["delivered_bytes"] == 500000 and sized["fct_s"] is not None and 0.3 < sized["fct_s"] < 9, sized
+    assert len(web) >= 5, web  # 1 Mbit/s of 50 kB flows over 6 s: about 15
+    done = [f for f in web if f["fct_s"] is not None]
+    assert len(done) >= len(web) - 2, web  # the last ones may still run at the end
+    (udp,) = t["udp_flows"].to_pylist()
+    from macroflow.scenario import run as sim_run
+
+    sim_udp = sim_run(sc)["udp_flows"].to_pylist()[0]
+    assert (udp["sent_pkts"], udp["sent_bytes"]) == (sim_udp["sent_pkts"], sim_udp["sent_bytes"])
+    assert 0 < udp["received_pkts"] < udp["sent_pkts"]
+    meta = {k.decode(): v.decode() for k, v in t["flows"].schema.metadata.items()}
+    (wire,) = [w for w in json.loads(meta["linux_delay_line"])["wires"] if w["name"] == "pair0"]  # the bottleneck
+    rx = wire["ab"]["rx_pkts"]
+    assert rx > 1000 and abs(wire["ab"]["lost_pkts"] / rx - 0.01) < 0.005, wire["ab"]
+    links = {l["link"]: l for l in t["links"].to_pylist()}
+    assert links[0]["dropped_pkts"] >= wire["ab"]["lost_pkts"]
+    assert _ours() == []
+
+
+@needs_netns
 def test_sigterm_mid_run_removes_every_namespace_and_process(tmp_path: pathlib.Path) -> None:
     f = tmp_path / "long.toml"
     f.write_text(_dumbbell(2, 60.0))

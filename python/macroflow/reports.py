@@ -117,6 +117,8 @@ def _spec_figures(runs: List[Dict[str, Any]], specs: List[Dict[str, Any]], label
     """The figures a reproduction's part asks for (see :class:`macroflow.reproductions.Part`)."""
     out: List[str] = []
     for spec in specs:
+        where = spec.get("where", {})
+        runs_all, runs = runs, [r for r in runs if all(r["params"].get(k) == v for k, v in where.items())]
         if spec["kind"] == "arms":
             x, arm, ref = spec["x"], spec["arm"], spec.get("reference")
             xlabel = spec.get("xlabel", x)
@@ -151,6 +153,35 @@ def _spec_figures(runs: List[Dict[str, Any]], specs: List[Dict[str, Any]], label
                                  f"(mean over seeds, bars from min to max) and ideal."))
         else:
             raise ValueError(f"unknown figure kind {spec['kind']!r} in reproduction.json")
+        runs = runs_all
+    return out
+
+
+def _parts_figures(store: pathlib.Path, specs: List[Dict[str, Any]], labels: Dict[str, str]) -> List[str]:
+    """A reproduction's figures across its parts (``{"kind": "parts", "parts": [...], "by": param,
+    "values": [...], "x": param, "metrics": [...], "where": {...}}``): each metric against `x`, one
+    line per (part, value of `by`): e.g. the simulator against Linux, with and without cross
+    traffic."""
+    out: List[str] = []
+    for spec in specs:
+        if spec["kind"] != "parts":
+            raise ValueError(f"unknown figure kind {spec['kind']!r} in reproduction.json")
+        where = spec.get("where", {})
+        runs: List[Dict[str, Any]] = []
+        for part in spec["parts"]:
+            for r in current_runs(store / part)[0] if (store / part).is_dir() else []:
+                if all(r["params"].get(k) == v for k, v in where.items()):
+                    runs.append({**r, "params": {**r["params"], "series": f"{part}/{r['params'].get(spec['by'])}"}})
+        series = [f"{part}/{v}" for v in spec["values"] for part in spec["parts"]]
+        names = {s_: f"{labels.get(s_.split('/')[0], s_.split('/')[0])}, {labels.get(s_.split('/')[1], s_.split('/')[1])}" for s_ in series}
+        xlabel = spec.get("xlabel", spec["x"])
+        out.append(f"<h2>{html.escape(spec.get('title', 'Across the parts'))}</h2>")
+        for m in spec["metrics"]:
+            if not _has(runs, m):
+                continue
+            fig = metric_by_arm(runs, spec["x"], "series", m, series, labels=names, xlabel=xlabel)
+            out.append(_img(fig, f"{METRIC_LABELS.get(m, (m,))[0]} against the {xlabel}: one line per "
+                                 f"{', '.join(names[s_] for s_ in series)}; mean over seeds, shaded from min to max."))
     return out
 
 
@@ -332,6 +363,7 @@ def write_report(store: Union[str, pathlib.Path], out: Optional[Union[str, pathl
                             f'{html.escape(str(rep.get("duration_s")))} s simulated per run.</p>')
             else:
                 body.append(f'<p class="muted">{html.escape(str(rep.get("seeds")))} traffic patterns per point.</p>')
+            body.extend(_parts_figures(store, rep.get("figures", []), labels))
             for part in rep.get("parts", []):
                 if part.get("kind") == "flow":
                     body.append(_flow_section(store / part["dir"], labels))

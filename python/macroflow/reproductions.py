@@ -127,6 +127,8 @@ class Reproduction:
     quick_duration_s: float = 30.0
     #: Readable names for parameter values in the report.
     labels: Dict[str, str] = field(default_factory=dict)
+    #: Figures across the parts (specs for :mod:`macroflow.reports`, kind "parts").
+    figures: List[Dict[str, Any]] = field(default_factory=list)
 
 
 # --- coupled versus uncoupled TCP on the dissertation's dumbbell ---------------------------------
@@ -413,6 +415,7 @@ SVL_SIM_RENO = "newreno_abc"
 #: passes within 0.1 percentage points, since one or two flows lose a handful of packets a minute.
 SVL_TOL = {"tcp_goodput_bps": 0.10, "loss_ratio": 0.10, "mean_queue_pkts": 0.20}
 SVL_LOSS_ABS = 0.001
+SVL_METRICS = ("tcp_goodput_bps", "loss_ratio", "mean_queue_pkts", "mean_rtt_s", "jain_tcp")
 #: What Linux does that the simulator does not model, and what of it the engine turns off.
 SVL_DIFFERENCES = (
     "Turned off on the Linux engine: TSO/GSO/GRO and checksum offload on every veth, the TCP metrics cache "
@@ -455,7 +458,9 @@ def _svl_parts(seeds: int, duration_s: float) -> List[Part]:
             for s in range(1, seeds + 1)
         ]
         title = "The simulator" if engine == "sim" else "Real Linux TCP in network namespaces (the linux engine)"
-        parts.append(Part(engine, title, jobs, {"flows": list(SVL_FLOWS), "cross": list(SVL_CROSS), "cc": ["reno", "cubic"]}))
+        parts.append(Part(engine, title, jobs, {"flows": list(SVL_FLOWS), "cross": list(SVL_CROSS), "cc": ["reno", "cubic"]},
+                          figures=[{"kind": "arms", "x": "flows", "xlabel": "number of reno flows", "arm": "cross",
+                                    "arms": list(SVL_CROSS), "metrics": list(SVL_METRICS), "where": {"cc": "reno"}}]))
     return parts
 
 
@@ -530,6 +535,10 @@ REPRODUCTIONS: Dict[str, Reproduction] = {
         duration_s=60.0,
         quick_seeds=2,
         quick_duration_s=20.0,
+        labels={"sim": "simulator", "linux": "Linux", "none": "no cross traffic", "self_similar": "50 % self-similar"},
+        figures=[{"kind": "parts", "title": "The simulator against Linux (reno flows)", "parts": ["sim", "linux"], "by": "cross",
+                  "values": list(SVL_CROSS), "x": "flows", "xlabel": "number of reno flows", "metrics": list(SVL_METRICS),
+                  "where": {"cc": "reno"}}],
     ),
     "fire-hose": Reproduction(
         name="fire-hose",
@@ -600,6 +609,7 @@ def reproduce(
         "parts": [{"name": p.name, "title": p.title, "dir": p.name, **({"figures": p.figures} if p.figures else {})} for p in parts],
         "checks": [asdict(c) for c in checks],
         "labels": rep.labels,
+        **({"figures": rep.figures} if rep.figures else {}),
     })
     from macroflow.reports import write_report  # matplotlib is only loaded when a report is made
 
