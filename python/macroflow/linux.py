@@ -229,23 +229,29 @@ def _next_hops(n_nodes: int, links: List[Link], pairs: List[Pair]) -> Dict[Tuple
     """For every (node, destination) the pair of its first hop: a breadth-first search backwards
     from each destination over directed links, the lowest link id among the links one hop closer
     (the simulator's rule: shortest paths in hops)."""
-    into: Dict[int, List[Link]] = {}
-    for l in links:
-        into.setdefault(l.dst, []).append(l)
     out: Dict[Tuple[int, int], int] = {}
     for d in range(n_nodes):
-        dist = {d: 0}
-        frontier = deque([d])
-        while frontier:
-            v = frontier.popleft()
-            for l in into.get(v, []):
-                if l.src not in dist:
-                    dist[l.src] = dist[v] + 1
-                    frontier.append(l.src)
+        dist = _hops_to(links, d)
         for l in sorted(links, key=lambda l: l.id):
             if l.src in dist and l.dst in dist and l.src != d and dist[l.dst] == dist[l.src] - 1:
                 out.setdefault((l.src, d), l.duplex)
     return out
+
+
+def _hops_to(links: List[Link], d: int) -> Dict[int, int]:
+    """Each node's distance in hops to `d` over the directed links (those that cannot reach `d`
+    are absent)."""
+    into: Dict[int, List[Link]] = {}
+    for l in links:
+        into.setdefault(l.dst, []).append(l)
+    dist, frontier = {d: 0}, deque([d])
+    while frontier:
+        v = frontier.popleft()
+        for l in into.get(v, []):
+            if l.src not in dist:
+                dist[l.src] = dist[v] + 1
+                frontier.append(l.src)
+    return dist
 
 
 def plan(sc: Scenario) -> Plan:
@@ -331,19 +337,8 @@ def _path_notes(nodes: List[str], links: List[Link], pairs: List[Pair], hops: Di
             out.append(f"flows.{i}: {nodes[a]} and {nodes[b]} are neighbours: the link's queue is in the sender's qdisc, "
                        f"where TCP Small Queues keep it short")
     # Equal-cost next hops: more than one link one hop closer to a destination.
-    dist: Dict[int, Dict[int, int]] = {}
     for d in {b for _, b in ends} | {a for a, _ in ends}:
-        into: Dict[int, List[Link]] = {}
-        for l in links:
-            into.setdefault(l.dst, []).append(l)
-        dd, frontier = {d: 0}, deque([d])
-        while frontier:
-            v = frontier.popleft()
-            for l in into.get(v, []):
-                if l.src not in dd:
-                    dd[l.src] = dd[v] + 1
-                    frontier.append(l.src)
-        dist[d] = dd
+        dd = _hops_to(links, d)
         for v in dd:
             closer = [l for l in links if l.src == v and l.dst in dd and dd[l.dst] == dd[v] - 1]
             if len(closer) > 1:
