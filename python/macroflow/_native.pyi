@@ -767,8 +767,3 @@ class FlowModel:
     def solve(self, demands: list[float], mmf: list[float] | None = None) -> FlowResult:
         """The brick-wall flow for fixed demands (no sender reaction)."""
 
-
-def linux_main(args: list[str]) -> None:
-    """Runs one of the Linux engine's namespace programs (crates/linux): ``["delayline", CONFIG]``
-    or ``["agent", CONFIG]``; returns when it has written its report (RuntimeError on a bad
-    configuration). Started by :mod:`macroflow.linux` inside a namespace, not called directly."""

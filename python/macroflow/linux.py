@@ -527,7 +527,7 @@ class _Terminated(SystemExit):
 _BOOT = (
     "import sys, importlib.util as u\n"
     "s = u.spec_from_file_location('macroflow._native', sys.argv[1]); m = u.module_from_spec(s); s.loader.exec_module(m)\n"
-    "m.linux_main(sys.argv[2:])\n"
+    "m._linux_main(sys.argv[2:])\n"
 )
 
 #: Per-namespace kernel settings: what the simulator does not model is turned off where Linux

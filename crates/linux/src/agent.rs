@@ -31,9 +31,9 @@
 //!   notion of. The report's `sysctls` records this and the other settings that matter.
 //! - Qdisc counters are the kernel's, cumulative since the qdisc was created: a qdisc made fresh
 //!   for the run starts at 0, otherwise subtract `qdiscs_at_start`.
-//! - Signals: SIGTERM stops the agent early, its report written and `linux_main` returning
+//! - Signals: SIGTERM stops the agent early, its report written and `_linux_main` returning
 //!   normally; SIGINT does too, and then Python's own SIGINT handler, which the agent keeps,
-//!   raises KeyboardInterrupt once `linux_main` has returned. After the agent returns, SIGTERM
+//!   raises KeyboardInterrupt once `_linux_main` has returned. After the agent returns, SIGTERM
 //!   terminates the process as by default.
 //! - The sinks count what they read before the end; TCP_INFO's `bytes_acked` counts the SYN (and
 //!   the FIN), so a completed sized flow of N bytes shows N at the sink and N + 2 acked.

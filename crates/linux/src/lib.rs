@@ -1,5 +1,5 @@
 //! The programs the Linux engine (`python/macroflow/linux.py`) starts inside the network
-//! namespaces of a run, as `macroflow._native.linux_main([...])` in a bare interpreter:
+//! namespaces of a run, as `macroflow._native._linux_main([...])` in a bare interpreter:
 //!
 //! - [`delayline`]: the userspace delay line. This kernel has no `netem`; a wire is two
 //!   interfaces of the run's wire namespace bridged at layer 2 through AF_PACKET sockets, each
@@ -16,7 +16,7 @@
 pub mod agent;
 pub mod delayline;
 
-/// `linux_main(["delayline", CONFIG])` or `linux_main(["agent", CONFIG])`.
+/// `_linux_main(["delayline", CONFIG])` or `_linux_main(["agent", CONFIG])`.
 pub fn main(args: &[String]) -> Result<(), String> {
     // The orchestrator starts these programs; if it dies without stopping them (SIGKILL, a pool
     // worker's os._exit), SIGTERM makes them write their report and exit instead of running on.

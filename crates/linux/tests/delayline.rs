@@ -34,7 +34,7 @@ const ADDR_A: &str = "10.199.0.1";
 const ADDR_B: &str = "10.199.0.2";
 const CHILD_ENV: &str = "MACROFLOW_DELAYLINE_CONFIG";
 
-/// The delay line process: the orchestrator's `linux_main(["delayline", path])`, here the test
+/// The delay line process: the orchestrator's `_linux_main(["delayline", path])`, here the test
 /// binary run again with this one test and the configuration in the environment.
 #[test]
 #[ignore = "the delay line process of the other tests"]
