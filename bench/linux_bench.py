@@ -8,8 +8,9 @@
    time minus its kernel arrival stamp plus the delay: the median and 99th percentile from its
    histogram, the maximum) and its drops; the peer is the same link and queue with no delay (no
    delay line in the path), so the ratio is what the delay line costs in throughput;
-3. CPU per Gbit/s carried: the delay line process's CPU seconds over the bits it forwarded (both
-   directions), and the whole host's CPU against the peer's.
+3. CPU per Gbit/s carried: the delay line's CPU seconds (its direction threads', from its own
+   report) over the bits it forwarded (both directions), and the whole host's CPU against the
+   peer's.
 
 Usage (root): .venv/bin/python bench/linux_bench.py [--rates 1e8,2e8,3e8,5e8,1e9] [--seconds 8] [--repeat 3]
 """
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from macroflow import linux
 from macroflow.scenario import parse
@@ -93,11 +94,6 @@ def _pair(rate_bps: float, delay_s: float, seconds: float) -> str:
             f'[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n')
 
 
-def _busy() -> Tuple[int, int]:
-    f = [int(x) for x in pathlib.Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return sum(f), f[3] + f[4]
-
-
 def one_link(rate_bps: float, delay_s: float, seconds: float) -> Dict[str, Any]:
     """A bulk cubic flow a -> b and ping beside it, through the engine's own pieces."""
     sc = parse(_pair(rate_bps, delay_s, seconds))
@@ -108,10 +104,10 @@ def one_link(rate_bps: float, delay_s: float, seconds: float) -> Dict[str, Any]:
         tb.start(epoch)
         tb.wait_ready(epoch - 10**8)
         time.sleep(max(0.0, (epoch - time.monotonic_ns()) / 1e9) + 1.0)  # past slow start
-        b0 = _busy()
+        b0 = linux._CpuMonitor._read()
         ping = subprocess.run(["ip", "netns", "exec", tb.ns[0], "ping", "-n", "-q", "-i", "0.01", "-w", str(max(1, int(seconds - 2))),
                                p.node_addr(1)], capture_output=True, text=True)
-        b1 = _busy()
+        b1 = linux._CpuMonitor._read()
         tb.wait_agents(epoch + int((seconds + 15) * 1e9))
         dl = tb.stop_delay_line()
         reps = [json.loads((pathlib.Path(d) / f"agent{n}.report.json").read_text()) for n in range(2)]
@@ -130,10 +126,11 @@ def one_link(rate_bps: float, delay_s: float, seconds: float) -> Dict[str, Any]:
     if dl:
         w = dl["wires"][0]
         bits = 8 * (w["ab"]["tx_bytes"] + w["ba"]["tx_bytes"])
+        cpu_s = (w["ab"]["cpu_ns"] + w["ba"]["cpu_ns"]) / 1e9  # its direction threads' own CPU
         hist = [a + b for a, b in zip(w["ab"]["late_hist_log2_us"], w["ba"]["late_hist_log2_us"])]
         out["delay_line"] = {
             "late_p50_us": _quantile_us(hist, 0.5), "late_p99_us": _quantile_us(hist, 0.99),
-            "cpu_s": dl["cpu_s"], "gbit": bits / 1e9, "cpu_s_per_gbit": dl["cpu_s"] / (bits / 1e9) if bits else None,
+            "cpu_s": cpu_s, "gbit": bits / 1e9, "cpu_s_per_gbit": cpu_s / (bits / 1e9) if bits else None,
             **{f"{d}_{k}": w[d][k] for d in ("ab", "ba") for k in ("tx_pkts", "own_drops_pkts", "reordered_pkts", "late_pkts", "max_late_ns", "mean_late_ns")},
         }
     return out

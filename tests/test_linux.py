@@ -156,7 +156,7 @@ def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, t
 
     tables = linux.run(sc)
     meta = {k.decode(): v.decode() for k, v in tables["flows"].schema.metadata.items()}
-    dl = json.loads(meta["linux_delay_line"])
+    dl = json.loads(meta["linux"])["delay_line"]
     (wire,) = dl["wires"]
     for d in ("ab", "ba"):
         assert wire[d]["own_drops_pkts"] == 0 and wire[d]["reordered_pkts"] == 0 and wire[d]["lost_pkts"] == 0, wire
@@ -226,7 +226,7 @@ def test_sized_web_and_udp_traffic_and_random_loss() -> None:
     (udp,) = t["udp_flows"].to_pylist()
     assert 0 < udp["received_pkts"] < udp["sent_pkts"]
     meta = {k.decode(): v.decode() for k, v in t["flows"].schema.metadata.items()}
-    (wire,) = [w for w in json.loads(meta["linux_delay_line"])["wires"] if w["name"] == "pair0"]  # the bottleneck
+    (wire,) = [w for w in json.loads(meta["linux"])["delay_line"]["wires"] if w["name"] == "pair0"]  # the bottleneck
     rx = wire["ab"]["rx_pkts"]
     assert rx > 1000 and abs(wire["ab"]["lost_pkts"] / rx - 0.01) < 0.005, wire["ab"]
     links = {l["link"]: l for l in t["links"].to_pylist()}

@@ -118,7 +118,9 @@ class Pair:
     def wired(self) -> bool:
         return any(l is not None and (l.delay_s > 0 or l.queue.loss > 0) for l in (self.ab, self.ba))
 
-    def dev(self, node: int) -> str:
+    @property
+    def dev(self) -> str:
+        """The interface's name at either end (each end is in its own node's namespace)."""
         return f"e{self.index}"
 
     def addr(self, node: int) -> str:
@@ -630,7 +632,7 @@ class Testbed:
         links, node_cmds, wire_cmds = [], {i: ["link set lo up"] for i in range(len(p.nodes))}, []
         for pr in p.pairs:
             for n, other in ((pr.a, pr.b), (pr.b, pr.a)):
-                dev = pr.dev(n)
+                dev = pr.dev
                 if pr.wired:
                     w = f"w{pr.index}{'a' if n == pr.a else 'b'}"
                     links.append(f"link add {dev} netns {self.ns[n]} address {pr.mac(n)} type veth "
@@ -638,7 +640,7 @@ class Testbed:
                     wire_cmds += [f"link set {w} promisc on", f"link set {w} up"]
                 elif n == pr.a:
                     links.append(f"link add {dev} netns {self.ns[n]} address {pr.mac(n)} type veth "
-                                 f"peer name {pr.dev(other)} netns {self.ns[other]} address {pr.mac(other)}")
+                                 f"peer name {pr.dev} netns {self.ns[other]} address {pr.mac(other)}")
                 node_cmds[n] += [
                     f"addr add {pr.addr(n)}/30 dev {dev}",
                     f"link set {dev} up",
@@ -651,7 +653,7 @@ class Testbed:
                     continue
                 pr = p.pairs[p.next_hop[(n, d)]]
                 other = pr.b if n == pr.a else pr.a
-                node_cmds[n].append(f"route add {p.node_addr(d)}/32 via {pr.addr(other)} dev {pr.dev(n)} src {p.node_addr(n)}")
+                node_cmds[n].append(f"route add {p.node_addr(d)}/32 via {pr.addr(other)} dev {pr.dev} src {p.node_addr(n)}")
         _sh(["ip", "-batch", "-"], input="\n".join(links) + "\n")
         for n, cmds in node_cmds.items():
             _sh(["ip", "-n", self.ns[n], "-batch", "-"], input="\n".join(cmds) + "\n")
@@ -659,13 +661,13 @@ class Testbed:
             _sh(["ip", "-n", self.wire_ns, "-batch", "-"], input="\n".join(wire_cmds) + "\n")
         for pr in p.pairs:
             for n in (pr.a, pr.b):
-                _sh(["ip", "netns", "exec", self.ns[n], "ethtool", "-K", pr.dev(n), *OFFLOADS])
+                _sh(["ip", "netns", "exec", self.ns[n], "ethtool", "-K", pr.dev, *OFFLOADS])
             if pr.wired:
                 for side in "ab":
                     _sh(["ip", "netns", "exec", self.wire_ns, "ethtool", "-K", f"w{pr.index}{side}", *OFFLOADS])
         tc: Dict[int, List[str]] = {}
         for l in p.links:
-            dev = p.pairs[l.duplex].dev(l.src)
+            dev = p.pairs[l.duplex].dev
             q = l.queue
             child = f"pfifo limit {q.limit_pkts}" if q.limit_bytes is None else f"bfifo limit {q.limit_bytes}"
             tc.setdefault(l.src, []).extend([
@@ -744,7 +746,7 @@ class Testbed:
                 web.append({"workload": w, "dst": p.node_addr(dst), "port": TCP_PORT, "load_bps": f.load_bps,
                             "mean_size_bytes": f.mean_size_bytes, "pareto_shape": f.pareto_shape, "start_s": f.start_s,
                             "end_s": end_s, "cc": p.kernel_cc[i], "seed": (sc.seed * 104729 + i) % (1 << 64)})
-        qdiscs = [{"link": l.id, "dev": p.pairs[l.duplex].dev(l.src), "sample": l.id in p.measured and sc.sample_interval_s > 0}
+        qdiscs = [{"link": l.id, "dev": p.pairs[l.duplex].dev, "sample": l.id in p.measured and sc.sample_interval_s > 0}
                   for l in p.links if l.src == n]
         return {
             "epoch_ns": epoch_ns, "duration_s": sc.duration_s, "sample_interval_s": sc.sample_interval_s,
@@ -781,7 +783,6 @@ class Testbed:
             return None
         if proc.poll() is not None:
             raise LinuxEngineError(f"the delay line exited ({proc.returncode}) during the run:\n{self.log('delayline')}")
-        cpu_s = _cpu_seconds(proc.pid)
         proc.send_signal(signal.SIGTERM)
         try:
             rc = proc.wait(timeout=10)
@@ -789,18 +790,7 @@ class Testbed:
             raise LinuxEngineError(f"the delay line did not stop on SIGTERM:\n{self.log('delayline')}") from None
         if rc != 0:
             raise LinuxEngineError(f"the delay line failed ({rc}):\n{self.log('delayline')}")
-        report = json.loads((self.dir / "delayline.report.json").read_text())
-        report["cpu_s"] = cpu_s
-        return report
-
-
-def _cpu_seconds(pid: int) -> Optional[float]:
-    """User plus system CPU time of a process so far (/proc/PID/stat), or None if it is gone."""
-    try:
-        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return json.loads((self.dir / "delayline.report.json").read_text())
 
 
 def _udp_seed(seed: int, k: int) -> int:
@@ -1047,8 +1037,7 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
             flow_samples["srtt_s"].append(rtt)
             if rtt is not None:
                 srtt.setdefault(fid, []).append(rtt)
-    order_idx = sorted(range(len(flow_samples["t_s"])), key=lambda i: (flow_samples["t_s"][i], flow_samples["flow"][i]))
-    flow_samples = {k: [v[i] for i in order_idx] for k, v in flow_samples.items()}
+    flow_samples = _sorted_columns(flow_samples, "flow")
     flows = []
     for fid, (n, _, f) in enumerate(order):
         src_addr = p.node_addr(n)
@@ -1101,8 +1090,7 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
             queue_samples["pkts"].append(s["qlen_pkts"][k])
             queue_samples["bytes"].append(s["backlog_bytes"][k])
             qs.setdefault(s["link"][k], []).append(s["qlen_pkts"][k])
-    order_idx = sorted(range(len(queue_samples["t_s"])), key=lambda i: (queue_samples["t_s"][i], queue_samples["link"][i]))
-    queue_samples = {k: [v[i] for i in order_idx] for k, v in queue_samples.items()}
+    queue_samples = _sorted_columns(queue_samples, "link")
     lost = _delay_line_losses(p, dl)
     links = []
     for l in p.links:
@@ -1119,11 +1107,11 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
             "max_queue_pkts": None,
         })
     meta = {
-        "engine": "linux", "duration_s": str(dur), "linux_kernel": capabilities().kernel,
-        "linux_tools": json.dumps(capabilities().tools, sort_keys=True),
-        "linux_capabilities": capabilities().describe(),
-        "linux_warnings": json.dumps(warnings), "linux_info": json.dumps(info, sort_keys=True),
-        "linux_delay_line": json.dumps(dl or {}, sort_keys=True),
+        "engine": "linux", "duration_s": str(dur),
+        # What the manifest's "engine" holds (macroflow.results), as one JSON entry.
+        "linux": json.dumps({"kernel": capabilities().kernel, "tools": capabilities().tools,
+                             "capabilities": capabilities().describe(), "info": info,
+                             "delay_line": dl or {}, "warnings": warnings}, sort_keys=True),
     }
     rows = {"flows": flows, "udp_flows": udp_flows, "media_flows": [], "links": links}
     out = {name: pa.Table.from_pylist(rows[name], schema=schemas[name]) for name in rows}
@@ -1131,6 +1119,13 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
     out["queue_samples"] = pa.Table.from_pydict(queue_samples, schema=schemas["queue_samples"])
     out["media_samples"] = schemas["media_samples"].empty_table()
     return {k: v.replace_schema_metadata(meta) for k, v in out.items()}
+
+
+def _sorted_columns(cols: Dict[str, list], by: str) -> Dict[str, list]:
+    """Columns of a time series (from several agents) in the simulator's row order: by time,
+    then by `by` (flow or link)."""
+    order = sorted(range(len(cols["t_s"])), key=lambda i: (cols["t_s"][i], cols[by][i]))
+    return {k: [v[i] for i in order] for k, v in cols.items()}
 
 
 def _scenario_index(sc: Scenario, f: Dict[str, Any]) -> int:

@@ -115,16 +115,8 @@ def _engine_facts(engine: str, tables: Mapping[str, pa.Table]) -> Dict[str, Any]
     run's warnings (a busy host, late samples, frames the delay line failed to carry)."""
     if engine == "sim":
         return {"name": "sim"}
-    meta = {k.decode(): v.decode() for k, v in (tables["flows"].schema.metadata or {}).items()}
-    return {
-        "name": engine,
-        "kernel": meta.get("linux_kernel", ""),
-        "tools": json.loads(meta.get("linux_tools", "{}")),
-        "capabilities": meta.get("linux_capabilities", ""),
-        "info": json.loads(meta.get("linux_info", "{}")),
-        "delay_line": json.loads(meta.get("linux_delay_line", "{}")),
-        "warnings": json.loads(meta.get("linux_warnings", "[]")),
-    }
+    meta = tables["flows"].schema.metadata or {}
+    return {"name": engine, **json.loads(meta.get(engine.encode(), b"{}"))}
 
 
 def write_json_atomic(path: pathlib.Path, data: Any) -> None:
