@@ -8,11 +8,13 @@
    time minus its kernel arrival stamp plus the delay: the median and 99th percentile from its
    histogram, the maximum) and its drops; the peer is the same link and queue with no delay (no
    delay line in the path), so the ratio is what the delay line costs in throughput;
-3. CPU per Gbit/s carried: the delay line's CPU seconds (its direction threads', from its own
+3. the 1 Gbit/s wire under constant-rate UDP loads (50, 70, 95 % of its rate): the delay held
+   while the host has CPU to spare, and the load at which the whole host runs out;
+4. CPU per Gbit/s carried: the delay line's CPU seconds (its direction threads', from its own
    report) over the bits it forwarded (both directions), and the whole host's CPU against the
    peer's.
 
-Usage (root): .venv/bin/python bench/linux_bench.py [--rates 1e8,2e8,3e8,5e8,1e9] [--seconds 8] [--repeat 3]
+Usage (root): .venv/bin/python bench/linux_bench.py [--rates 1e8,2e8,3e8,5e8,1e9] [--udp-loads 0.5,0.7,0.95] [--seconds 8] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -88,15 +90,18 @@ def _bdp_pkts(rate_bps: float) -> int:
     return max(20, int(rate_bps * 0.020 / 12000))
 
 
-def _pair(rate_bps: float, delay_s: float, seconds: float) -> str:
+_CUBIC = '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n'
+
+
+def _pair(rate_bps: float, delay_s: float, seconds: float, flows: str) -> str:
     return (f'name = "dlbench"\nduration_s = {seconds}\nsample_interval_s = 0.1\n[topology]\nkind = "graph"\nnodes = ["a", "b"]\n'
             f'links = [{{from = "a", to = "b", rate_bps = {rate_bps}, delay_s = {delay_s}, queue_pkts = {_bdp_pkts(rate_bps)}}}]\n'
-            f'[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n')
+            + flows)
 
 
-def one_link(rate_bps: float, delay_s: float, seconds: float) -> Dict[str, Any]:
-    """A bulk cubic flow a -> b and ping beside it, through the engine's own pieces."""
-    sc = parse(_pair(rate_bps, delay_s, seconds))
+def one_link(rate_bps: float, delay_s: float, seconds: float, flows: str = _CUBIC) -> Dict[str, Any]:
+    """`flows` (a bulk cubic flow a -> b by default) and ping beside it, through the engine's own pieces."""
+    sc = parse(_pair(rate_bps, delay_s, seconds, flows))
     p = linux.check(sc)
     with tempfile.TemporaryDirectory() as d, linux.Testbed(sc, p, pathlib.Path(d)) as tb:
         tb.build()
@@ -117,6 +122,7 @@ def one_link(rate_bps: float, delay_s: float, seconds: float) -> Dict[str, Any]:
     got = sum(c["bytes"] for c in sink)
     out: Dict[str, Any] = {
         "rate_bps": rate_bps, "delay_s": delay_s, "goodput_bps": got * 8 / seconds,
+        "udp_bytes": sum(c["bytes"] for r in reps for c in r.get("sink_udp", [])),
         "ping_ms": {"min": float(m.group(1)), "avg": float(m.group(2)), "max": float(m.group(3))} if m else None,
         "ping_loss": float(loss.group(1)) / 100 if loss else None,
         "host_cpu_busy": 1 - (b1[1] - b0[1]) / max(1, b1[0] - b0[0]),
@@ -150,6 +156,7 @@ def _quantile_us(hist: List[int], q: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", default="1e8,2e8,3e8,5e8,1e9")
+    ap.add_argument("--udp-loads", default="0.5,0.7,0.95", help="UDP loads on the 1 Gbit/s wire, as fractions of its rate")
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=pathlib.Path, default=None, help="also write the figures here")
@@ -190,6 +197,19 @@ def main() -> None:
             if x["delay_line"].get("delay_line", {}).get("late_p99_us", float("inf")) <= 1e3 * _bound_ms(x["delay_line"]["rate_bps"])]
     print(f"\nLargest rate holding the delay (99th percentile of lateness within the bound) under a bulk TCP flow: "
           f"{max(held) / 1e6:.0f} Mbit/s" if held else "\nNo rate held the delay within the bound.")
+    # The same 1 Gbit/s wire under UDP loads below and at its rate: what the delay line holds while
+    # the machine has CPU to spare, and where the whole host (sender, receiver, delay line) runs out.
+    res["udp_load_1g"] = []
+    print(f"\nThe 1 Gbit/s wire (10 ms each way) under a constant-rate UDP flow, {a.seconds:g} s:")
+    print(f"  {'load':>6} {'received':>9} {'late p50':>9} {'p99':>7} {'max':>8} {'>0.5ms':>7} {'own drops':>9} {'host cpu':>8}")
+    for load in [float(x) for x in a.udp_loads.split(",")]:
+        u = one_link(1e9, 0.010, a.seconds, f'[[flows]]\ntype = "udp"\nsrc = "a"\ndst = "b"\nrate_bps = {load * 1e9}\n')
+        res["udp_load_1g"].append({"load": load, **u})
+        d = u.get("delay_line", {})
+        print(f"  {load:6.0%} {u['udp_bytes'] * 8 / a.seconds / 1e6:7.0f}M {d.get('late_p50_us', float('nan')) / 1e3:7.3f}ms "
+              f"{d.get('late_p99_us', float('nan')) / 1e3:5.2f}ms {max(d.get('ab_max_late_ns', 0), d.get('ba_max_late_ns', 0)) / 1e6:6.2f}ms "
+              f"{d.get('ab_late_pkts', 0) + d.get('ba_late_pkts', 0):7d} {d.get('ab_own_drops_pkts', 0) + d.get('ba_own_drops_pkts', 0):9d} "
+              f"{u['host_cpu_busy']:8.0%}")
     if a.json:
         a.json.write_text(json.dumps(res, indent=2))
 

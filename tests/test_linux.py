@@ -122,6 +122,93 @@ def test_capabilities_name_what_this_kernel_lacks() -> None:
 
 
 # ------------------------------------------------------------------------------------------
+# netem, when the kernel has it: chosen automatically, commands checked here (this machine's
+# kernel has no netem, so the qdisc itself is exercised only where it exists; the bridge wiring
+# around it is run below with a pfifo in its place).
+
+
+def _caps(netem: bool, bridge: bool = True) -> "linux.Capabilities":
+    q = {k: k in ("tbf", "pfifo", "bfifo") or (k == "netem" and netem) for k in linux.PROBED_QDISCS}
+    return linux.Capabilities(True, {}, q, ["reno"], "test", bridge=bridge)
+
+
+def test_netem_is_used_when_present_and_the_delay_line_when_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(linux.DELAY_ENV, raising=False)
+    assert linux.delay_method(_caps(netem=True)) == "netem"
+    assert linux.delay_method(_caps(netem=False)) == "delay line"
+    assert linux.delay_method(_caps(netem=True, bridge=False)) == "delay line"
+    monkeypatch.setenv(linux.DELAY_ENV, "delayline")
+    assert linux.delay_method(_caps(netem=True)) == "delay line"
+    monkeypatch.setenv(linux.DELAY_ENV, "netem")
+    assert linux.delay_method(_caps(netem=True)) == "netem"
+    with pytest.raises(LinuxEngineError, match=r"MACROFLOW_LINUX_DELAY=netem: this kernel has no netem qdisc"):
+        linux.delay_method(_caps(netem=False))
+    monkeypatch.setenv(linux.DELAY_ENV, "fast")
+    with pytest.raises(LinuxEngineError, match=r"MACROFLOW_LINUX_DELAY='fast': expected 'netem' or 'delayline'"):
+        linux.delay_method(_caps(netem=True))
+
+
+def test_netem_commands_give_each_direction_its_delay_loss_and_room() -> None:
+    # A dumbbell: access links with 5 ms, the bottleneck (10 Mbit/s, 30 ms) with 1 % loss only a -> b.
+    text = ('name = "n"\nduration_s = 5\n[topology]\nkind = "graph"\nnodes = ["a", "b", "c"]\nlinks = ['
+            '{from = "a", to = "b", rate_bps = 1e9, delay_s = 0.005}, '
+            '{from = "b", to = "c", rate_bps = 1e7, delay_s = 0.03, queue = {kind = "random_drop", p = 0.01, '
+            'inner = {kind = "drop_tail", limit_pkts = 50}}, duplex = false}, '
+            '{from = "c", to = "b", rate_bps = 1e7, delay_s = 0.03, duplex = false}, '
+            '{from = "b", to = "a", rate_bps = 1e9, delay_s = 0.0, duplex = false}, '
+            '{from = "a", to = "c", rate_bps = 1e6, delay_s = 0.0}]\n'
+            '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "c"\n')
+    p = linux.plan(parse(text))
+    ip, tc = linux.netem_commands(p)
+    wired = [pr for pr in p.pairs if pr.wired]
+    # a-b (5 ms), b->c (30 ms, loss), c->b (30 ms); the simplex b->a and the a-c link have neither
+    # delay nor loss: plain veth pairs, no bridge, no netem.
+    assert [pr.index for pr in wired] == [0, 1, 2] and len(p.pairs) == 5
+    for pr in wired:
+        assert f"link add b{pr.index} type bridge stp_state 0 forward_delay 0" in ip
+        assert f"link set w{pr.index}a master b{pr.index}" in ip and f"link set w{pr.index}b master b{pr.index}" in ip
+    by_dev = {line.split()[3]: line for line in tc}
+    for pr in wired:
+        for l, side in ((pr.ab, "b"), (pr.ba, "a")):
+            dev = f"w{pr.index}{side}"
+            if l is None or (l.delay_s == 0 and l.queue.loss == 0):
+                assert dev not in by_dev
+                continue
+            line = by_dev[dev]
+            assert f" netem delay {round(l.delay_s * 1e6)}us " in line, line
+            limit = int(re.search(r"limit (\d+)", line).group(1))
+            # Room for everything the link's rate can put in flight over the delay, in the smallest packets.
+            assert limit >= l.rate_bps * l.delay_s / (8 * 28), line
+            assert ("loss random 1%" in line) == (l.queue.loss > 0), line
+    assert sum("loss random" in line for line in tc) == 1
+
+
+@needs_netns
+def test_the_netem_wiring_carries_traffic_with_a_stand_in_qdisc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The netem path end to end (bridges in the wire namespace, the qdisc on each half, its
+    counters in the run's facts), with pfifo standing in for netem where the kernel has none."""
+    if linux.capabilities().qdiscs["netem"]:
+        monkeypatch.setenv(linux.DELAY_ENV, "netem")
+    else:
+        monkeypatch.setattr(linux, "delay_method", lambda caps: "netem")
+        monkeypatch.setattr(linux, "_netem_qdisc", lambda l: f"pfifo limit {linux._netem_limit_pkts(l)}")
+    sc = parse(_pair(1e7, 0.010, 4.0, '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n'))
+    tables = linux.run(sc)
+    facts = json.loads({k.decode(): v.decode() for k, v in tables["flows"].schema.metadata.items()}["linux"])
+    assert facts["info"]["wires"] == "netem" and facts["delay_line"] == {}
+    (wire,) = facts["netem"]["wires"]
+    assert wire["ab"]["tx_pkts"] > 1000 and wire["ba"]["tx_pkts"] > 100, wire
+    assert wire["ab"]["own_drops_pkts"] == wire["ba"]["own_drops_pkts"] == 0, wire
+    assert tables["links"].column("utilization").to_pylist()[0] > 0.7
+    if not linux.capabilities().qdiscs["netem"]:
+        assert wire["ab"]["qdisc"] == "pfifo"
+    else:
+        srtt = [s for s in tables["flow_samples"].column("srtt_s").to_pylist() if s is not None]
+        assert wire["ab"]["qdisc"] == "netem" and min(srtt) >= 0.0195, min(srtt)
+    assert _ours() == []
+
+
+# ------------------------------------------------------------------------------------------
 # The delay line.
 
 

@@ -11,8 +11,10 @@ How a scenario becomes a testbed (every name and address is derived here, in :fu
 - **Links**: a duplex link is one veth pair; each end's egress has the link's rate and queue: a
   ``tbf`` (``stab overhead -14``, so rate and byte limits count IP bytes as the simulator does)
   with a ``pfifo`` or ``bfifo`` child. A link with a delay or random loss passes through the
-  run's wire namespace (``...-w``), where the userspace delay line (``crates/linux``) bridges its
-  two halves: this kernel has no ``netem`` (:func:`capabilities` says what is there).
+  run's wire namespace (``...-w``), where its two halves are joined with the propagation delay
+  and the random loss: by ``netem`` on a bridge when the kernel has netem, else by the userspace
+  delay line (``crates/linux``); this machine's kernel has no netem (:func:`capabilities` says
+  what is there, and ``MACROFLOW_LINUX_DELAY=delayline|netem`` chooses).
 - **Traffic and measurement**: one agent per node (``crates/linux``, the same build as this
   module's ``_native``): TCP senders with a kernel congestion control per flow, sinks, UDP and web
   traffic from the simulator's own generators, TCP_INFO and qdisc samples.
@@ -148,6 +150,9 @@ class Plan:
     kernel_cc: Dict[int, str]  # scenario flow index -> kernel congestion control
     #: Where this testbed will not behave as the simulator does (recorded as warnings of the run).
     notes: List[str] = field(default_factory=list)
+    #: What makes the wires' delay and random loss: "netem" or "delay line" (:func:`check` chooses
+    #: from what the kernel has; the plan alone assumes the delay line).
+    delay: str = "delay line"
 
     def node_addr(self, n: int) -> str:
         hi, lo = divmod(n + 1, 256)
@@ -362,6 +367,8 @@ class Capabilities:
     congestion_controls: List[str]
     kernel: str
     missing: List[str] = field(default_factory=list)
+    #: Whether `ip link add ... type bridge` works (the netem wires need it).
+    bridge: bool = False
 
     def describe(self) -> str:
         have = [k for k, v in self.qdiscs.items() if v]
@@ -419,6 +426,7 @@ def capabilities(refresh: bool = False) -> Capabilities:
                     r = _sh(["tc", "-n", probe, "qdisc", "replace", "dev", "lo", "root", q, *extra], check=False)
                     caps.qdiscs[q] = r.returncode == 0
                 _sh(["tc", "-n", probe, "qdisc", "del", "dev", "lo", "root"], check=False)
+                caps.bridge = _sh(["ip", "-n", probe, "link", "add", "mflbr", "type", "bridge"], check=False).returncode == 0
                 caps.missing += [f"the {q} qdisc" for q in ("tbf", "pfifo", "bfifo") if not caps.qdiscs[q]]
         finally:
             _sh(["ip", "netns", "del", probe], check=False)
@@ -447,6 +455,10 @@ def check(sc: Scenario) -> Plan:
     if caps.missing:
         raise LinuxEngineError("the linux engine cannot run on this machine: missing " + "; ".join(caps.missing)
                                + f" ({caps.describe() if caps.root else 'not root'})")
+    p.delay = delay_method(caps)
+    if p.delay == "netem" and any(pr.wired and any(l is not None and l.queue.loss > 0 for l in (pr.ab, pr.ba)) for pr in p.pairs):
+        p.notes.append("random loss is netem's, drawn from the kernel's generator: not reproducible from the scenario's seed "
+                       "(MACROFLOW_LINUX_DELAY=delayline draws it from the seed)")
     for i, cc in sorted(p.kernel_cc.items()):
         if not _cc_available(cc):
             key = "linux_cc" if sc.flows[i].linux_cc else "cc"  # type: ignore[union-attr]
@@ -454,6 +466,54 @@ def check(sc: Scenario) -> Plan:
                 f"flows.{i}.{key}: this kernel has no congestion control {cc!r} (available: "
                 f"{' '.join(caps.congestion_controls)}; a module or a loaded BPF one adds more)")
     return p
+
+
+#: Chooses how the wires make their delay and random loss (issue 15: netem when the kernel has
+#: it, the delay line when not).
+DELAY_ENV = "MACROFLOW_LINUX_DELAY"
+
+
+def delay_method(caps: Capabilities) -> str:
+    """"netem" when the kernel has netem and bridges, else "delay line"; ``MACROFLOW_LINUX_DELAY``
+    set to ``netem`` or ``delayline`` chooses (netem asked for where it is absent is an error)."""
+    want = os.environ.get(DELAY_ENV, "").strip().lower()
+    if want not in ("", "netem", "delayline"):
+        raise LinuxEngineError(f"{DELAY_ENV}={want!r}: expected 'netem' or 'delayline' (or unset: netem when present)")
+    has = caps.qdiscs.get("netem", False) and caps.bridge
+    if want == "netem" and not has:
+        raise LinuxEngineError(f"{DELAY_ENV}=netem: this kernel has no " + ("netem qdisc" if not caps.qdiscs.get("netem") else "bridge")
+                               + " (leave it unset to use the userspace delay line)")
+    return "netem" if has and want != "delayline" else "delay line"
+
+
+def _netem_limit_pkts(l: "Link") -> int:
+    """netem's packet limit for a wire direction: more than the link's rate can put in flight over
+    the delay (back to back packets of 28 IP bytes, the smallest with a UDP header; tbf counts IP
+    bytes), plus tbf's burst: netem never drops for want of room, so its drops are its random loss."""
+    return int(l.rate_bps * l.delay_s / (8 * 28)) + 2 * _tbf_burst_bytes(l.rate_bps) // 28 + 1000
+
+
+def _netem_qdisc(l: "Link") -> str:
+    """The netem qdisc (a `tc qdisc` tail) that gives direction `l` its delay and random loss."""
+    loss = f" loss random {l.queue.loss * 100:.10g}%" if l.queue.loss > 0 else ""
+    return f"netem delay {int(round(l.delay_s * 1e6))}us limit {_netem_limit_pkts(l)}{loss}"
+
+
+def netem_commands(p: Plan) -> Tuple[List[str], List[str]]:
+    """The wire namespace's `ip` and `tc` batch lines when netem makes the delay: per wired pair a
+    bridge joining its two halves, and on each half's egress the netem of the direction that
+    leaves through it (w<i>b carries a -> b, w<i>a carries b -> a)."""
+    ip, tc = [], []
+    for pr in p.pairs:
+        if not pr.wired:
+            continue
+        br = f"b{pr.index}"
+        ip += [f"link add {br} type bridge stp_state 0 forward_delay 0", f"link set {br} up",
+               f"link set w{pr.index}a master {br}", f"link set w{pr.index}b master {br}"]
+        for l, side in ((pr.ab, "b"), (pr.ba, "a")):
+            if l is not None and (l.delay_s > 0 or l.queue.loss > 0):
+                tc.append(f"qdisc replace dev w{pr.index}{side} root {_netem_qdisc(l)}")
+    return ip, tc
 
 
 # --------------------------------------------------------------------------------------------
@@ -677,6 +737,11 @@ class Testbed:
             ])
         for n, cmds in tc.items():
             _sh(["tc", "-n", self.ns[n], "-batch", "-"], input="\n".join(cmds) + "\n")
+        if p.delay == "netem" and any(pr.wired for pr in p.pairs):
+            ip_cmds, tc_cmds = netem_commands(p)
+            _sh(["ip", "-n", self.wire_ns, "-batch", "-"], input="\n".join(ip_cmds) + "\n")
+            if tc_cmds:
+                _sh(["tc", "-n", self.wire_ns, "-batch", "-"], input="\n".join(tc_cmds) + "\n")
 
     # -- processes
     def _start(self, name: str, ns: str, kind: str, config: Dict[str, Any]) -> None:
@@ -699,7 +764,7 @@ class Testbed:
 
     def start(self, epoch_ns: int) -> None:
         sc, p = self.sc, self.p
-        if any(pr.wired for pr in p.pairs):
+        if p.delay == "delay line" and any(pr.wired for pr in p.pairs):
             wires = []
             for pr in p.pairs:
                 if not pr.wired:
@@ -792,6 +857,32 @@ class Testbed:
             raise LinuxEngineError(f"the delay line failed ({rc}):\n{self.log('delayline')}")
         return json.loads((self.dir / "delayline.report.json").read_text())
 
+    def netem_report(self) -> Optional[Dict[str, Any]]:
+        """The netem wires' counters at the end of a run (None when netem makes no delay): per
+        wire and direction, what it sent and dropped. Its drops are random loss where the
+        direction has some (its limit leaves no room for others: :func:`_netem_limit_pkts`), its
+        own drops where it has none; with one delay per direction it cannot reorder."""
+        if self.p.delay != "netem" or not any(pr.wired for pr in self.p.pairs):
+            return None
+        r = _sh(["tc", "-n", self.wire_ns, "-s", "-j", "qdisc", "show"])
+        try:
+            stats = {q["dev"]: q for q in json.loads(r.stdout or "[]") if q.get("root")}
+        except (ValueError, KeyError, TypeError) as e:
+            raise LinuxEngineError(f"could not read netem's counters ({e}): {r.stdout[:500]}") from None
+        wires = []
+        for pr in self.p.pairs:
+            if not pr.wired:
+                continue
+            w: Dict[str, Any] = {"name": f"pair{pr.index}"}
+            for d, l, side in (("ab", pr.ab, "b"), ("ba", pr.ba, "a")):
+                q = stats.get(f"w{pr.index}{side}", {})
+                drops = int(q.get("drops", 0))
+                lossy = l is not None and l.queue.loss > 0
+                w[d] = {"tx_pkts": int(q.get("packets", 0)), "tx_bytes": int(q.get("bytes", 0)), "lost_pkts": drops if lossy else 0,
+                        "own_drops_pkts": 0 if lossy else drops, "held_at_end_pkts": int(q.get("qlen", 0)), "qdisc": q.get("kind")}
+            wires.append(w)
+        return {"method": "netem", "wires": wires}
+
 
 def _udp_seed(seed: int, k: int) -> int:
     """The generator seed of the scenario's k-th UDP flow: the scenario's seed plus k. The
@@ -877,14 +968,14 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None, workdi
                 time.sleep(min(0.2, max(0.0, (end_ns - now) / 1e9)))
             # Sized flows still open at the end are cut by their agents; give them time to report.
             tb.wait_agents(end_ns + int((10 + 0.5 * procs) * 1e9))
-            dl = tb.stop_delay_line()
+            dl = tb.stop_delay_line() or tb.netem_report()
             reports = [json.loads((tmp / f"agent{n}.report.json").read_text()) for n in range(len(p.nodes))]
             if progress is not None:
                 progress(sc.duration_s)
             # Only the seconds of the run itself: set-up, start-up and teardown are busy by nature.
             busy = [b for t, b in cpu.samples if epoch_ns + 10**9 <= t <= end_ns]
             warnings = p.notes + _warnings(busy, reports, dl) + _veth_drops(tb)
-            info = {"setup_s": setup_s, "cpu_busy_max": max(busy, default=float("nan")),
+            info = {"setup_s": setup_s, "wires": p.delay if any(pr.wired for pr in p.pairs) else None, "cpu_busy_max": max(busy, default=float("nan")),
                     "cpu_busy_mean": sum(busy) / len(busy) if busy else float("nan")}
         if tb.cleanup_errors:
             raise LinuxEngineError("cleanup failed: " + "; ".join(tb.cleanup_errors))
@@ -929,7 +1020,12 @@ def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dic
             out.append(f"a UDP sink's socket dropped {r['sink_udp_socket_drops']} datagrams (its receive buffer was full)")
         if r.get("stopped_by_signal"):
             out.append("an agent was stopped by a signal before the end of the run")
-    if dl:
+    if dl and dl.get("method") == "netem":
+        for w in dl["wires"]:
+            for d in ("ab", "ba"):
+                if w[d]["own_drops_pkts"]:
+                    out.append(f"netem {w['name']}.{d}: {w[d]['own_drops_pkts']} frames dropped by netem itself (its limit)")
+    elif dl:
         late = sent = 0
         worst = (0, "")
         for w in dl["wires"]:
@@ -1111,7 +1207,8 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
         # What the manifest's "engine" holds (macroflow.results), as one JSON entry.
         "linux": json.dumps({"kernel": capabilities().kernel, "tools": capabilities().tools,
                              "capabilities": capabilities().describe(), "info": info,
-                             "delay_line": dl or {}, "warnings": warnings}, sort_keys=True),
+                             "delay_line": dl if dl and dl.get("method") != "netem" else {},
+                             "netem": dl if dl and dl.get("method") == "netem" else {}, "warnings": warnings}, sort_keys=True),
     }
     rows = {"flows": flows, "udp_flows": udp_flows, "media_flows": [], "links": links}
     out = {name: pa.Table.from_pylist(rows[name], schema=schemas[name]) for name in rows}
@@ -1137,7 +1234,7 @@ def _scenario_index(sc: Scenario, f: Dict[str, Any]) -> int:
 
 
 def _delay_line_losses(p: Plan, dl: Optional[Dict[str, Any]]) -> Dict[int, int]:
-    """Random losses the delay line applied, by link id (its wires are named pair<index>)."""
+    """Random losses the delay line (or netem) applied, by link id (its wires are named pair<index>)."""
     out: Dict[int, int] = {}
     if not dl:
         return out

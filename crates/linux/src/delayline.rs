@@ -55,14 +55,22 @@
 //!   (a pure SCHED_FIFO sleeper sees up to 1-4 ms). Before the memory was locked, stalls of about
 //!   100 ms appeared (about one per run) while other processes compiled on the machine.
 //! - Under a bulk cubic flow that keeps a one-BDP tbf queue full (`bench/linux_bench.py`, the
-//!   delay line's own lateness histogram): 99th percentile at most 0.13 ms at 100 and 200 Mbit/s
-//!   and 0.5 ms at 300 Mbit/s; at 500 Mbit/s and 1 Gbit/s it falls behind (99th percentile 33
-//!   to 65 ms). The cause is CPU, not the design of the loop: a veth delivers a frame in the
-//!   sender's context, so these threads also run the receiving host's stack, and the ACK
-//!   direction runs the TCP sender's output (1.45 cores of this 2-core machine at 1 Gbit/s:
-//!   3.9 s of CPU in 6 s for 399k data frames, 4.8 s for 35k ACKs; 16k wake-ups a second, not
-//!   the cost). Holding the delay at 1 Gbit/s under full load needs more cores or that work
-//!   moved off these threads (not done).
+//!   delay line's own lateness histogram; 2026-11-24): 99th percentile at most 0.13 ms at 100,
+//!   0.26 ms at 200 and 0.51 ms at 300 Mbit/s; at 500 Mbit/s and 1 Gbit/s it falls behind (99th
+//!   percentile 33 and 131 ms). The cause is the machine's CPU, not the loop: the same link with
+//!   no delay line (the bench's peer) already keeps this 2-core host 78-81 % busy at 500 Mbit/s
+//!   and 1 Gbit/s (two TCP stacks, no offloads, one MSS per segment as the simulator sends), and a
+//!   veth delivers a frame in the sender's context, so these threads also run the receiving
+//!   host's stack (1.4 cores at 1 Gbit/s). With a constant-rate UDP load on the 1 Gbit/s wire the
+//!   delay holds while the host has CPU left: 99th percentile at most 0.13 ms at 50 % and 70 %
+//!   load (host 88 % and 93 % busy); at 95 % offered the sender reaches 757 Mbit/s, the host is
+//!   98 % busy and the 99th percentile is at most 1.02 ms.
+//! - Tried to move the receiving stacks off these threads, measured at 1 Gbit/s under the cubic
+//!   flow and not kept: veth NAPI (GRO on the hosts' veths) with threaded NAPI halves the delay
+//!   line's CPU but overflows the veth's 256-frame ring (ENOBUFS: frames the delay line could not
+//!   hand over, its own drops) and still leaves the 99th percentile at 4-16 ms with half the
+//!   goodput; RPS on the hosts' veths (steering to the other CPU, or both) leaves it at 16-260 ms.
+//!   Holding the delay at 1 Gbit/s under a full TCP load needs more cores.
 
 mod sys;
 
