@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import re
 import statistics
@@ -161,10 +162,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=pathlib.Path, default=None, help="also write the figures here")
     a = ap.parse_args()
+    os.environ[linux.DELAY_ENV] = "delayline"  # this bench measures the delay line, even where netem exists
     caps = linux.capabilities()
     if caps.missing:
         sys.exit("the linux engine cannot run here: " + "; ".join(caps.missing))
-    res: Dict[str, Any] = {"kernel": caps.kernel, "cpus": len(__import__("os").sched_getaffinity(0))}
+    res: Dict[str, Any] = {"kernel": caps.kernel, "cpus": len(os.sched_getaffinity(0))}
     st = setup_teardown(a.repeat)
     res["setup_teardown"] = st
     e, n = st["engine"], st["one command each"]

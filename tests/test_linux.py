@@ -183,6 +183,24 @@ def test_netem_commands_give_each_direction_its_delay_loss_and_room() -> None:
     assert sum("loss random" in line for line in tc) == 1
 
 
+def test_netem_gives_way_to_the_delay_line_where_it_cannot_express_a_wire(monkeypatch: pytest.MonkeyPatch) -> None:
+    far = ('name = "far"\nduration_s = 5\n[topology]\nkind = "graph"\nnodes = ["a", "b"]\n'
+           'links = [{from = "a", to = "b", rate_bps = 1e7, delay_s = 300.0}]\n[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\n')
+    p = linux.plan(parse(far))
+    monkeypatch.delenv(linux.DELAY_ENV, raising=False)
+    assert linux.delay_method(_caps(netem=True), p) == "delay line"  # 300 s is beyond netem's 274 s
+    monkeypatch.setenv(linux.DELAY_ENV, "netem")
+    with pytest.raises(LinuxEngineError, match=r"link 0 \(a -> b\): netem holds at most 274 s"):
+        linux.delay_method(_caps(netem=True), p)
+
+
+def test_netem_losses_are_the_links_drops() -> None:
+    """netem's random loss counts as the link's drops, as the delay line's does."""
+    p = linux.plan(parse(_pair(1e7, 0.01, 5.0, '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\n')))
+    rep = {"method": "netem", "wires": [{"name": "pair0", "ab": {"shaped": True, "lost_pkts": 7}, "ba": {"shaped": False}}]}
+    assert linux._delay_line_losses(p, rep) == {p.pairs[0].ab.id: 7, p.pairs[0].ba.id: 0}
+
+
 @needs_netns
 def test_the_netem_wiring_carries_traffic_with_a_stand_in_qdisc(monkeypatch: pytest.MonkeyPatch) -> None:
     """The netem path end to end (bridges in the wire namespace, the qdisc on each half, its
@@ -190,14 +208,17 @@ def test_the_netem_wiring_carries_traffic_with_a_stand_in_qdisc(monkeypatch: pyt
     if linux.capabilities().qdiscs["netem"]:
         monkeypatch.setenv(linux.DELAY_ENV, "netem")
     else:
-        monkeypatch.setattr(linux, "delay_method", lambda caps: "netem")
+        monkeypatch.setattr(linux, "delay_method", lambda caps, p=None: "netem")
         monkeypatch.setattr(linux, "_netem_qdisc", lambda l: f"pfifo limit {linux._netem_limit_pkts(l)}")
     sc = parse(_pair(1e7, 0.010, 4.0, '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n'))
     tables = linux.run(sc)
     facts = json.loads({k.decode(): v.decode() for k, v in tables["flows"].schema.metadata.items()}["linux"])
     assert facts["info"]["wires"] == "netem" and facts["delay_line"] == {}
     (wire,) = facts["netem"]["wires"]
+    # Data a -> b, ACKs b -> a (about one per two segments, 52 bytes against 1500): not swapped.
     assert wire["ab"]["tx_pkts"] > 1000 and wire["ba"]["tx_pkts"] > 100, wire
+    assert wire["ab"]["tx_bytes"] > 10 * wire["ba"]["tx_bytes"], wire
+    assert wire["ab"]["rx_pkts"] == wire["ab"]["tx_pkts"] + wire["ab"]["held_at_end_pkts"], wire
     assert wire["ab"]["own_drops_pkts"] == wire["ba"]["own_drops_pkts"] == 0, wire
     assert tables["links"].column("utilization").to_pylist()[0] > 0.7
     if not linux.capabilities().qdiscs["netem"]:
@@ -219,9 +240,11 @@ def _pair(rate_bps: float, delay_s: float, duration: float, flows: str) -> str:
 
 @needs_netns
 @pytest.mark.parametrize("rate_bps,tolerance_s", [(10e6, 0.5e-3), (1e9, 1e-3)], ids=["10Mbit", "1Gbit"])
-def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, tolerance_s: float, tmp_path: pathlib.Path) -> None:
+def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, tolerance_s: float, tmp_path: pathlib.Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Idle ping RTT through a 10 ms one-way wire, then a bulk TCP flow through it: the rate is
     carried, and the delay line neither drops nor reorders a frame."""
+    monkeypatch.setenv(linux.DELAY_ENV, "delayline")  # the delay line even where netem exists
     sc = parse(_pair(rate_bps, 0.010, 6.0, '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n'))
     p = linux.check(sc)
     with linux.Testbed(sc, p, tmp_path) as tb:
@@ -294,10 +317,11 @@ def test_two_reno_flows_fill_the_dumbbell_and_leave_nothing_behind() -> None:
 
 
 @needs_netns
-def test_sized_web_and_udp_traffic_and_random_loss() -> None:
+def test_sized_web_and_udp_traffic_and_random_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     """A sized transfer completes with its FCT, web flows run and complete, the self-similar UDP
     flow sends exactly the simulator's packets, and the bottleneck's random loss (in the delay
     line) drops about its share of frames."""
+    monkeypatch.setenv(linux.DELAY_ENV, "delayline")  # its random loss drawn from the seed
     flows = ('[[flows]]\ntype = "tcp"\npair = 0\nsize_bytes = 500000\nstart_s = 0.2\ncc = "cubic"\n'
              '[[flows]]\ntype = "udp"\npair = 1\nkind = "self_similar"\nload_bps = 2e6\n'
              '[[flows]]\ntype = "web"\npair = 1\nload_bps = 1e6\nend_s = 6\n')

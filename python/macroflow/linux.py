@@ -455,7 +455,7 @@ def check(sc: Scenario) -> Plan:
     if caps.missing:
         raise LinuxEngineError("the linux engine cannot run on this machine: missing " + "; ".join(caps.missing)
                                + f" ({caps.describe() if caps.root else 'not root'})")
-    p.delay = delay_method(caps)
+    p.delay = delay_method(caps, p)
     if p.delay == "netem" and any(pr.wired and any(l is not None and l.queue.loss > 0 for l in (pr.ab, pr.ba)) for pr in p.pairs):
         p.notes.append("random loss is netem's, drawn from the kernel's generator: not reproducible from the scenario's seed "
                        "(MACROFLOW_LINUX_DELAY=delayline draws it from the seed)")
@@ -473,9 +473,16 @@ def check(sc: Scenario) -> Plan:
 DELAY_ENV = "MACROFLOW_LINUX_DELAY"
 
 
-def delay_method(caps: Capabilities) -> str:
-    """"netem" when the kernel has netem and bridges, else "delay line"; ``MACROFLOW_LINUX_DELAY``
-    set to ``netem`` or ``delayline`` chooses (netem asked for where it is absent is an error)."""
+#: netem's limits as iproute2 6.1 passes them: a delay in 32-bit ticks of 64 ns (tc refuses 274.9 s,
+#: checked), a 32-bit packet limit.
+NETEM_MAX_DELAY_S = 274.0
+NETEM_MAX_LIMIT = 2**32 - 1
+
+
+def delay_method(caps: Capabilities, p: Optional["Plan"] = None) -> str:
+    """"netem" when the kernel has netem and bridges (and netem can express every wire of `p`),
+    else "delay line"; ``MACROFLOW_LINUX_DELAY`` set to ``netem`` or ``delayline`` chooses (netem
+    asked for where it is absent or cannot express a wire is an error)."""
     want = os.environ.get(DELAY_ENV, "").strip().lower()
     if want not in ("", "netem", "delayline"):
         raise LinuxEngineError(f"{DELAY_ENV}={want!r}: expected 'netem' or 'delayline' (or unset: netem when present)")
@@ -483,6 +490,14 @@ def delay_method(caps: Capabilities) -> str:
     if want == "netem" and not has:
         raise LinuxEngineError(f"{DELAY_ENV}=netem: this kernel has no " + ("netem qdisc" if not caps.qdiscs.get("netem") else "bridge")
                                + " (leave it unset to use the userspace delay line)")
+    if has and want != "delayline" and p is not None:
+        for l in p.links:
+            if l.delay_s > NETEM_MAX_DELAY_S or _netem_limit_pkts(l) > NETEM_MAX_LIMIT:
+                if want == "netem":
+                    raise LinuxEngineError(f"{DELAY_ENV}=netem: link {l.id} ({p.nodes[l.src]} -> {p.nodes[l.dst]}): netem holds at "
+                                           f"most {NETEM_MAX_DELAY_S:.0f} s and {NETEM_MAX_LIMIT} packets (leave it unset to "
+                                           f"use the userspace delay line)")
+                return "delay line"
     return "netem" if has and want != "delayline" else "delay line"
 
 
@@ -606,7 +621,10 @@ NODE_SYSCTLS = {
     "net.ipv4.tcp_rmem": "4096 131072 33554432",
     "net.ipv4.tcp_wmem": "4096 16384 33554432",
 }
-WIRE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+WIRE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+                # netem's bridges: bridged frames bypass netfilter where br_netfilter is loaded.
+                "net.bridge.bridge-nf-call-iptables": "0", "net.bridge.bridge-nf-call-ip6tables": "0",
+                "net.bridge.bridge-nf-call-arptables": "0"}
 #: Offloads off on every veth: segments of one MSS as the simulator sends them, checksums in
 #: software (the delay line copies frames between interfaces).
 OFFLOADS = ["tso", "off", "gso", "off", "gro", "off", "tx", "off"]
@@ -876,10 +894,15 @@ class Testbed:
             w: Dict[str, Any] = {"name": f"pair{pr.index}"}
             for d, l, side in (("ab", pr.ab, "b"), ("ba", pr.ba, "a")):
                 q = stats.get(f"w{pr.index}{side}", {})
-                drops = int(q.get("drops", 0))
-                lossy = l is not None and l.queue.loss > 0
-                w[d] = {"tx_pkts": int(q.get("packets", 0)), "tx_bytes": int(q.get("bytes", 0)), "lost_pkts": drops if lossy else 0,
-                        "own_drops_pkts": 0 if lossy else drops, "held_at_end_pkts": int(q.get("qlen", 0)), "qdisc": q.get("kind")}
+                if l is None or (l.delay_s == 0 and l.queue.loss == 0) or q.get("kind") == "noqueue":
+                    # No delay nor loss this way: a plain bridged veth, nothing counted here.
+                    w[d] = {"shaped": False}
+                    continue
+                sent, drops, held = int(q.get("packets", 0)), int(q.get("drops", 0)), int(q.get("qlen", 0))
+                lossy = l.queue.loss > 0
+                w[d] = {"shaped": True, "qdisc": q.get("kind"), "rx_pkts": sent + drops + held, "tx_pkts": sent,
+                        "tx_bytes": int(q.get("bytes", 0)), "lost_pkts": drops if lossy else 0,
+                        "own_drops_pkts": 0 if lossy else drops, "held_at_end_pkts": held}
             wires.append(w)
         return {"method": "netem", "wires": wires}
 
@@ -989,18 +1012,19 @@ def _veth_drops(tb: "Testbed") -> List[str]:
     """Frames the veths themselves dropped (after a qdisc counted them as sent: a full backlog
     at the receiving end), which no other counter shows."""
     out = []
-    for n, ns in enumerate(tb.ns):
+    names = list(tb.p.nodes) + (["the wire namespace"] if tb.wire_ns in tb.created else [])
+    for n, ns in enumerate(tb.ns + ([tb.wire_ns] if tb.wire_ns in tb.created else [])):
         r = _sh(["ip", "-n", ns, "-s", "-j", "link", "show"], check=False)
         try:
             links = json.loads(r.stdout or "[]")
         except ValueError:
-            out.append(f"could not read the interface counters of {tb.p.nodes[n]}")
+            out.append(f"could not read the interface counters of {names[n]}")
             continue
         for l in links:
             st = l.get("stats64", {})
             dropped = st.get("rx", {}).get("dropped", 0) + st.get("tx", {}).get("dropped", 0)
             if dropped and l.get("ifname") != "lo":
-                out.append(f"{tb.p.nodes[n]}: interface {l.get('ifname')} dropped {dropped} frames (not counted as link drops)")
+                out.append(f"{names[n]}: interface {l.get('ifname')} dropped {dropped} frames (not counted as link drops)")
     return out
 
 
@@ -1023,7 +1047,7 @@ def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dic
     if dl and dl.get("method") == "netem":
         for w in dl["wires"]:
             for d in ("ab", "ba"):
-                if w[d]["own_drops_pkts"]:
+                if w[d].get("own_drops_pkts"):
                     out.append(f"netem {w['name']}.{d}: {w[d]['own_drops_pkts']} frames dropped by netem itself (its limit)")
     elif dl:
         late = sent = 0
@@ -1241,7 +1265,7 @@ def _delay_line_losses(p: Plan, dl: Optional[Dict[str, Any]]) -> Dict[int, int]:
     for w in dl["wires"]:
         pr = p.pairs[int(w["name"][4:])]
         if pr.ab is not None:
-            out[pr.ab.id] = w["ab"]["lost_pkts"]
+            out[pr.ab.id] = w["ab"].get("lost_pkts", 0)
         if pr.ba is not None:
-            out[pr.ba.id] = w["ba"]["lost_pkts"]
+            out[pr.ba.id] = w["ba"].get("lost_pkts", 0)
     return out

@@ -95,6 +95,13 @@ def run_key(sc: Scenario, engine: str = "sim") -> str:
     body: Dict[str, Any] = {"scenario": sc.model_dump(mode="json"), "version": code_version()}
     if engine != "sim":
         body["engine"] = engine
+    if engine == "linux":
+        from macroflow import linux
+
+        # netem's random loss is not the seed's: its runs are not the delay line's (which keep
+        # the keys they had before netem was an option).
+        if linux.delay_method(linux.capabilities(), linux.plan(sc)) == "netem":
+            body["linux_delay"] = "netem"
     blob = json.dumps(body, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

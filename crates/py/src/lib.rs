@@ -35,6 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tcp::ConnView>()?;
     m.add_class::<tcp::TcpGroupView>()?;
     m.add_class::<tcb::PyTcbCache>()?;
+    m.add_function(wrap_pyfunction!(tcp::ccc_vectors, m)?)?;
     m.add_class::<tcb::TcbInit>()?;
     sim::add(m)?;
     flowmodel::add(m)?;

@@ -550,3 +550,16 @@ impl PyTcpGroups {
 pub fn kind_names() -> Vec<&'static str> {
     CouplerKind::names().collect()
 }
+
+/// Test vectors of ctrlTCP's integer window mode for the kernel port (`coupling::tcp::vectors`):
+/// `count` random sequences of `ops` operations each from `seed`, as text.
+#[pyfunction]
+#[pyo3(signature = (seed, count, ops))]
+pub fn ccc_vectors(seed: u64, count: usize, ops: usize) -> PyResult<String> {
+    if count > 100_000 || ops > 100_000 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "ccc_vectors: at most 100000 vectors of 100000 ops",
+        ));
+    }
+    Ok(coupling::tcp::vectors::ccc_vectors(seed, count, ops))
+}

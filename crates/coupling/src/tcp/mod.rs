@@ -29,6 +29,7 @@
 pub mod arith;
 mod baselines;
 mod ccc;
+pub mod vectors;
 
 pub use arith::{Arith, Float, Int, PRIORITY_SCALE};
 pub use baselines::{ETcp, Efcm};
