@@ -64,7 +64,9 @@ pub fn ccc_vectors(seed: u64, count: usize, ops: usize) -> String {
             _ => rng.random_range(1..=4),
         };
         let _ = writeln!(out, "vector {id} handover {}", u8::from(handover));
-        one_vector(&mut rng, &mut out, handover, max_conns, ops);
+        // Full groups need joins to come often.
+        let join_pct = if max_conns == MAX_CONNS { 30 } else { 8 };
+        one_vector(&mut rng, &mut out, handover, max_conns, join_pct, ops);
         out.push_str("end\n");
     }
     out
@@ -90,18 +92,33 @@ fn prio_units(rng: &mut Pcg64) -> u64 {
     }
 }
 
-fn one_vector(rng: &mut Pcg64, out: &mut String, handover: bool, max_conns: usize, ops: usize) {
+fn one_vector(
+    rng: &mut Pcg64,
+    out: &mut String,
+    handover: bool,
+    max_conns: usize,
+    join_pct: u32,
+    ops: usize,
+) {
     let mut g = TcpCccInt::new(handover);
     let mut live: Vec<Model> = Vec::new();
     let mut next_conn = 1u64;
     for _ in 0..ops {
         let op = rng.random_range(0..100);
-        let line = if live.is_empty() || (op < 8 && live.len() < max_conns) {
+        let line = if live.is_empty() || (op < join_pct && live.len() < max_conns) {
             // Register: an initial window as Linux's (10) or small, ssthresh infinite or from a cache.
             let conn = next_conn;
             next_conn += 1;
             let p = prio_units(rng);
-            let cwnd = [1, 2, 4, 10, rng.random_range(1..=50)][rng.random_range(0..5)];
+            // Now and then a huge one (windows are held below 2^32, as the kernel's u32 snd_cwnd).
+            let cwnd = [
+                1,
+                2,
+                4,
+                10,
+                rng.random_range(1..=50),
+                rng.random_range(1..=u64::from(u32::MAX)),
+            ][rng.random_range(0..6)];
             let ssthresh = if rng.random_bool(0.7) {
                 INFINITE_SSTHRESH
             } else {
@@ -234,9 +251,14 @@ fn next_report(rng: &mut Pcg64, m: Model) -> (TcpUpdate, Model) {
                 TcpState::CongestionAvoidance,
                 TcpState::FastRecovery,
             ][rng.random_range(0..3)];
+            let top = if rng.random_bool(0.2) {
+                u64::from(u32::MAX)
+            } else {
+                2 * cw + 5
+            };
             (
-                rng.random_range(0..=2 * cw + 5),
-                rng.random_range(0..=2 * cw + 5),
+                rng.random_range(0..=top),
+                rng.random_range(0..=top),
                 s,
                 false,
             )
@@ -424,8 +446,16 @@ mod tests {
             "no handover"
         );
         assert!(
-            snaps.iter().any(|s| s[5].parse::<usize>().unwrap() > 16),
-            "no large group"
+            snaps
+                .iter()
+                .any(|s| s[5].parse::<usize>().unwrap() == MAX_CONNS),
+            "no full group"
+        );
+        assert!(
+            snaps
+                .iter()
+                .any(|s| s[0].parse::<u64>().unwrap() > u64::from(u32::MAX)),
+            "no aggregate above 2^32"
         );
         let max_red: u64 = snaps.iter().map(|s| s[4].parse().unwrap()).max().unwrap();
         assert!(max_red >= 5, "few reductions: {max_red}");
