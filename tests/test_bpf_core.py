@@ -38,7 +38,7 @@ def _check(exe: pathlib.Path, text: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_c_core_reproduces_every_vector(checker: pathlib.Path, seed: int) -> None:
-    text = _native.ccc_vectors(seed, 1000, 300)
+    text = _native._ccc_vectors(seed, 1000, 300)
     p = _check(checker, text)
     assert p.returncode == 0, p.stderr[-3000:]
     ops = sum(1 for line in text.splitlines() if " = " in line)
@@ -50,7 +50,7 @@ def test_the_c_core_reproduces_every_vector(checker: pathlib.Path, seed: int) ->
 def test_a_wrong_expectation_is_caught(checker: pathlib.Path) -> None:
     """The check can fail: one number changed in one answer, or in one snapshot, is reported with
     its vector and line."""
-    lines = _native.ccc_vectors(5, 20, 100).splitlines()
+    lines = _native._ccc_vectors(5, 20, 100).splitlines()
     k = next(i for i, line in enumerate(lines) if line.startswith("U ") and " = none " not in line and " = ERR " not in line and i > 200)
     op, rest = lines[k].split(" = ", 1)
     answer, snap = rest.split(" | ", 1)

@@ -292,11 +292,6 @@ class ConnView:
     def timed_out(self) -> bool:
         """Timed out and not yet back at its share (ctrlTCP's ssbit); False for the baselines."""
 
-def ccc_vectors(seed: int, count: int, ops: int) -> str:
-    """Test vectors of ctrlTCP's integer window mode for the kernel port (bpf/README.md): `count`
-    random sequences of `ops` register/update/leave/priority/ACK operations from `seed`, each op
-    with the answer and the group's state after it."""
-
 class TcpCoupler:
     """One coupled group of TCP connections.
 

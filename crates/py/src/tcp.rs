@@ -552,8 +552,9 @@ pub fn kind_names() -> Vec<&'static str> {
 }
 
 /// Test vectors of ctrlTCP's integer window mode for the kernel port (`coupling::tcp::vectors`):
-/// `count` random sequences of `ops` operations each from `seed`, as text.
-#[pyfunction]
+/// `count` random sequences of `ops` operations each from `seed`, as text. Private
+/// (`_ccc_vectors`): the kernel port's test tool (tests/test_bpf_core.py), not part of the API.
+#[pyfunction(name = "_ccc_vectors")]
 #[pyo3(signature = (seed, count, ops))]
 pub fn ccc_vectors(seed: u64, count: usize, ops: usize) -> PyResult<String> {
     if count > 100_000 || ops > 100_000 {
