@@ -132,7 +132,7 @@ struct ccc_group {
 	__u32 n_ssbits;     /* members with ssbit */
 	__u32 n_handovers;  /* members in handover (the Rust's handovers set) */
 	__u32 handover_enabled;
-	__u32 _pad;
+	__u32 scratch;      /* see ccc_launder */
 	struct ccc_member m[CCC_MAX_CONNS];
 };
 
@@ -190,42 +190,89 @@ static __always_inline __u64 ccc_window(__u64 x)
 	return ccc_min(x, CCC_MAX_WINDOW);
 }
 
+/* Branch-free helpers: no conditional jump on the data, so the BPF verifier walks the
+ * multiply-divide below once per call instead of forking at each comparison (forks multiply
+ * across the ten calls an UPDATE can make, and the verifier's budget is 1M instructions). */
+
+/* 1 if x != 0, else 0. */
+static __always_inline __u64 ccc_nz(__u64 x)
+{
+	return (x | (0 - x)) >> 63;
+}
+
+/* 1 if x > y (the borrow of y - x), else 0. */
+static __always_inline __u64 ccc_gt(__u64 x, __u64 y)
+{
+	return ((~y & x) | (~(y ^ x) & (y - x))) >> 63;
+}
+
+/* Leading zero bits of v (v != 0), by halving. */
+static __always_inline __u64 ccc_nlz(__u64 v)
+{
+	__u64 n = 0, s;
+
+	s = (((v >> 32) - 1) >> 63) << 5, n += s, v <<= s;
+	s = (((v >> 48) - 1) >> 63) << 4, n += s, v <<= s;
+	s = (((v >> 56) - 1) >> 63) << 3, n += s, v <<= s;
+	s = (((v >> 60) - 1) >> 63) << 2, n += s, v <<= s;
+	s = (((v >> 62) - 1) >> 63) << 1, n += s, v <<= s;
+	s = ((v >> 63) - 1) >> 63, n += s;
+	return n;
+}
+
+/* One quotient digit's correction of Knuth's algorithm D (at most two, Hacker's Delight divlu):
+ * while q >= 2^32 or q * vn0 > 2^32 * rhat + un, q -= 1 and rhat += vn1 (while rhat < 2^32). */
+static __always_inline __u64 ccc_divlu_fix(__u64 q, __u64 rhat, __u64 vn1, __u64 vn0, __u64 un)
+{
+	__u64 c;
+
+	c = ccc_nz(q >> 32) | ccc_gt(q * vn0, (rhat << 32) + un);
+	q -= c;
+	rhat += vn1 & (0 - c);
+	c &= 1 - ccc_nz(rhat >> 32);
+	c &= ccc_nz(q >> 32) | ccc_gt(q * vn0, (rhat << 32) + un);
+	return q - c;
+}
+
 /*
- * floor(a * b / d) for a < d (so the result is below b), exact. Within the documented ranges both
- * factors are below 2^32 in every use; otherwise a bit-serial long multiplication keeps the
- * quotient and remainder of the partial product by d (remainder always < d: nothing overflows).
+ * floor(a * b / d) for a < d (so the result is below b), exact for all 64-bit inputs (d > 0): the
+ * 128-bit product in 32-bit limbs, divided by d with Knuth's algorithm D in two 32-bit digits
+ * (Hacker's Delight, divlu), branch-free. The short product a * b / d is taken when both factors
+ * are below 2^32 (every use within the documented ranges); both are computed and one selected.
  */
 static __always_inline __u64 ccc_muldiv_small(__u64 a, __u64 b, __u64 d)
 {
-	__u64 q = 0, r = 0;
-	int i;
+	const __u64 M = 0xffffffffULL;
+	__u64 p00, p01, p10, mid, hi, lo, s, v, vn1, vn0, un32, un10, un1, un0, q1, q0, rhat;
+	__u64 un21, small, fits;
 
-	if (a == 0 || b == 0)
-		return 0;
-	/* Both below 2^32: the product fits. (Not `b <= MAX / a`: clang turns that into a 128-bit
-	 * overflow-checked multiply, a call BPF does not have.) */
-	if ((a >> 32) == 0 && (b >> 32) == 0)
-		return a * b / d;
-	for (i = 63; i >= 0; i--) {
-		/* partial = 2 * partial */
-		q <<= 1;
-		if (r >= d - r) {
-			r = r - (d - r);
-			q++;
-		} else {
-			r = 2 * r;
-		}
-		/* partial += a (a < d) */
-		if ((b >> i) & 1) {
-			if (r >= d - a) {
-				r = r - (d - a);
-				q++;
-			} else {
-				r += a;
-			}
-		}
-	}
-	return q;
+	/* The 128-bit product hi:lo. */
+	p00 = (a & M) * (b & M);
+	p01 = (a & M) * (b >> 32);
+	p10 = (a >> 32) * (b & M);
+	mid = (p00 >> 32) + (p01 & M) + (p10 & M);
+	lo = (mid << 32) | (p00 & M);
+	hi = (a >> 32) * (b >> 32) + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+	/* hi < d since a < d: the quotient fits in 64 bits. Normalise d's top bit. */
+	s = ccc_nlz(d);
+	v = d << s;
+	vn1 = v >> 32;
+	vn0 = v & M;
+	un32 = (hi << s) | ((lo >> 1) >> (63 - s)); /* lo >> (64 - s), 0 when s = 0 */
+	un10 = lo << s;
+	un1 = un10 >> 32;
+	un0 = un10 & M;
+	q1 = un32 / vn1;
+	rhat = un32 - q1 * vn1;
+	q1 = ccc_divlu_fix(q1, rhat, vn1, vn0, un1);
+	un21 = (un32 << 32) + un1 - q1 * v;
+	q0 = un21 / vn1;
+	rhat = un21 - q0 * vn1;
+	q0 = ccc_divlu_fix(q0, rhat, vn1, vn0, un0);
+	/* Both factors below 2^32: the short product (d > 0). */
+	small = (a * b) / d;
+	fits = 1 - ccc_nz((a | b) >> 32);
+	return (small & (0 - fits)) | (((q1 << 32) + q0) & (fits - 1));
 }
 
 /* Int::share: floor(sum * p / sum_p), at most sum; 0 while sum_p is 0. */
@@ -296,18 +343,61 @@ static __always_inline const struct ccc_member *ccc_mc(const struct ccc_group *g
 	return &g->m[i & (CCC_MAX_CONNS - 1)];
 }
 
-/* The index of `conn`, or -1 (Rust `slot`). */
-static __always_inline int ccc_find(const struct ccc_group *g, __u64 conn)
+/* x, passed through memory the BPF verifier does not track. A search loop that can stop at any of
+ * 64 slots leaves a different constant index on each exit path, and the verifier then checks all
+ * the code after it once per path; an index read back from the group's scratch word is just a
+ * number in [0, 2^32), the same on every path, so those paths merge. Costs two memory accesses. */
+static __always_inline __u32 ccc_launder(const struct ccc_group *g, __u32 x)
+{
+	*(volatile __u32 *)&g->scratch = x;
+	return *(volatile const __u32 *)&g->scratch;
+}
+
+/* The member count, read afresh from memory: comparing a loop counter with a count kept in a
+ * register tells the verifier its exact value on each exit path (the same path splitting as
+ * above); a fresh read each time keeps it unknown. */
+static __always_inline __u32 ccc_n(const struct ccc_group *g)
+{
+	return *(volatile const __u32 *)&g->n;
+}
+
+/* The index of `conn`, or -1 (Rust `slot`). `hint` (the index the caller saw last, or CCC_NONE) is
+ * tried first: a connection's index changes only when an earlier one leaves, so a caller that keeps
+ * it (the BPF program keeps it in the socket's storage) finds its slot in O(1) on every ACK, and
+ * scans only after a departure. A wrong hint costs the scan, never a wrong answer. */
+static __always_inline int ccc_find_hint(const struct ccc_group *g, __u64 conn, __u32 hint)
 {
 	int i;
 
-	for (i = 0; i < CCC_MAX_CONNS; i++) {
-		if ((__u32)i >= g->n)
-			break;
-		if (g->m[i].conn == conn)
-			return i;
+	__u32 found = CCC_NONE;
+
+	if (hint < ccc_n(g) && hint < CCC_MAX_CONNS && g->m[hint & (CCC_MAX_CONNS - 1)].conn == conn) {
+		found = hint;
+	} else {
+		for (i = 0; i < CCC_MAX_CONNS; i++) {
+			if ((__u32)i >= ccc_n(g))
+				break;
+			if (g->m[i].conn == conn) {
+				found = (__u32)i;
+				break;
+			}
+		}
 	}
-	return -1;
+	found = ccc_launder(g, found);
+	if (found >= ccc_n(g) || found >= CCC_MAX_CONNS)
+		return -1;
+	return (int)found;
+}
+
+static __always_inline int ccc_find(const struct ccc_group *g, __u64 conn)
+{
+	return ccc_find_hint(g, conn, CCC_NONE);
+}
+
+/* The index of `conn` (for a caller's hint), or -1. */
+static __always_inline int ccc_index(const struct ccc_group *g, __u64 conn, __u32 hint)
+{
+	return ccc_find_hint(g, conn, hint);
 }
 
 static __always_inline int ccc_valid_state(int state)
@@ -422,13 +512,13 @@ static __always_inline __u32 ccc_first_from(const struct ccc_group *g, __u32 pos
 	__u32 k, j;
 
 	for (k = 1; k <= CCC_MAX_CONNS; k++) {
-		if (k > g->n)
+		if (k > ccc_n(g))
 			break;
 		j = pos + k;
-		if (j >= g->n)
-			j -= g->n;
+		if (j >= ccc_n(g))
+			j -= ccc_n(g);
 		if (ccc_pred(ccc_mc(g, j), pred, seq))
-			return j;
+			return ccc_launder(g, j);
 	}
 	return CCC_NONE;
 }
@@ -439,10 +529,10 @@ static __always_inline __u32 ccc_first_not_ss(const struct ccc_group *g)
 	__u32 i;
 
 	for (i = 0; i < CCC_MAX_CONNS; i++) {
-		if (i >= g->n)
+		if (i >= ccc_n(g))
 			break;
 		if (g->m[i].state != CCC_SS)
-			return i;
+			return ccc_launder(g, i);
 	}
 	return CCC_NONE;
 }
@@ -474,11 +564,11 @@ static __always_inline void ccc_on_timeout(struct ccc_group *g, __u32 i, int old
 	ccc_set_ssbit(g, i, 1);
 	ccc_end_handover(g, i);
 	c->cwnd = ccc_max(rep_cwnd, CCC_MIN_CWND);
-	if (g->n_ssbits == g->n) {
+	if (g->n_ssbits == ccc_n(g)) {
 		/* Lines 33-37: restart from the windows the connections have. */
 		sum = 0;
 		for (j = 0; j < CCC_MAX_CONNS; j++) {
-			if (j >= g->n)
+			if (j >= ccc_n(g))
 				break;
 			sum = ccc_add(sum, g->m[j].cwnd);
 		}
@@ -486,7 +576,7 @@ static __always_inline void ccc_on_timeout(struct ccc_group *g, __u32 i, int old
 		if (g->sum_ssthresh == 0)
 			g->sum_ssthresh = g->sum_cwnd;
 		for (j = 0; j < CCC_MAX_CONNS; j++) {
-			if (j >= g->n)
+			if (j >= ccc_n(g))
 				break;
 			g->m[j].ssbit = 0;
 		}
@@ -611,7 +701,7 @@ static __always_inline int ccc_init(struct ccc_group *g, int handover)
 	g->n_ssbits = 0;
 	g->n_handovers = 0;
 	g->handover_enabled = handover ? 1 : 0;
-	g->_pad = 0;
+	g->scratch = 0;
 	for (i = 0; i < CCC_MAX_CONNS; i++) {
 		struct ccc_member *c = &g->m[i];
 
@@ -658,12 +748,12 @@ static __always_inline int ccc_register(struct ccc_group *g, __u64 conn, __u64 p
 		return CCC_EINVAL;
 	if (cwnd > CCC_MAX_INPUT_PKTS || ssthresh > CCC_MAX_INPUT_PKTS)
 		return CCC_EINVAL;
-	if (g->n >= CCC_MAX_CONNS)
+	if (ccc_n(g) >= CCC_MAX_CONNS)
 		return CCC_EFULL;
 
 	rc = ccc_window(cwnd);
 	rs = ccc_window(ssthresh);
-	first = g->n == 0;
+	first = ccc_n(g) == 0;
 	if (first) {
 		/* Lines 3-8. */
 		g->sum_p = 0;
@@ -677,7 +767,7 @@ static __always_inline int ccc_register(struct ccc_group *g, __u64 conn, __u64 p
 	target = ccc_share(prio_units, g->sum_cwnd, g->sum_p);
 	normal = ccc_ssthresh_for(g, prio_units, rs);
 
-	i = g->n;
+	i = ccc_n(g);
 	c = ccc_m(g, i);
 	c->conn = conn;
 	c->seq = seq;
@@ -717,16 +807,16 @@ static __always_inline int ccc_register(struct ccc_group *g, __u64 conn, __u64 p
  * nonzero after a retransmission timeout (state must be SS). Returns 0 with the answer in
  * *out_cwnd / *out_ssthresh, 1 without an answer (in FR), or a negative error.
  */
-static __always_inline int ccc_update(struct ccc_group *g, __u64 conn, __u64 cwnd, __u64 ssthresh,
-				      int state, int timeout, __u64 in_flight, __u64 *out_cwnd,
-				      __u64 *out_ssthresh)
+static __always_inline int ccc_update_at(struct ccc_group *g, __u64 conn, __u32 hint, __u64 cwnd,
+					 __u64 ssthresh, int state, int timeout, __u64 in_flight,
+					 __u64 *out_cwnd, __u64 *out_ssthresh)
 {
 	__u64 rc, rs, rin;
 	struct ccc_member *c;
 	int idx, old, leaving_fr, recovered_during_event;
 	__u32 i;
 
-	idx = ccc_find(g, conn);
+	idx = ccc_find_hint(g, conn, hint);
 	if (idx < 0)
 		return CCC_EUNKNOWN;
 	/* TcpUpdate::check */
@@ -784,6 +874,14 @@ static __always_inline int ccc_update(struct ccc_group *g, __u64 conn, __u64 cwn
 	return 0;
 }
 
+static __always_inline int ccc_update(struct ccc_group *g, __u64 conn, __u64 cwnd, __u64 ssthresh,
+				      int state, int timeout, __u64 in_flight, __u64 *out_cwnd,
+				      __u64 *out_ssthresh)
+{
+	return ccc_update_at(g, conn, CCC_NONE, cwnd, ssthresh, state, timeout, in_flight, out_cwnd,
+			     out_ssthresh);
+}
+
 /* An index after removing member `gone` (indices above it move down by one). */
 static __always_inline __u32 ccc_index_after_removal(__u32 x, __u32 gone)
 {
@@ -793,16 +891,16 @@ static __always_inline __u32 ccc_index_after_removal(__u32 x, __u32 gone)
 }
 
 /* TcpCoupler::leave (Algorithm 6, item 7). */
-static __always_inline int ccc_leave(struct ccc_group *g, __u64 conn)
+static __always_inline int ccc_leave_at(struct ccc_group *g, __u64 conn, __u32 hint)
 {
 	__u32 i, j, next_coco = CCC_NONE, next_event;
 	int idx, was_coco, owned_event, handover;
 	__u64 max_burst, reductions, p;
 
-	idx = ccc_find(g, conn);
+	idx = ccc_find_hint(g, conn, hint);
 	if (idx < 0)
 		return CCC_EUNKNOWN;
-	if (g->n == 1) {
+	if (ccc_n(g) == 1) {
 		/* Ccc::new, keeping the burst limit, the handover flag and the reductions count. */
 		max_burst = g->max_burst;
 		reductions = g->reductions;
@@ -835,10 +933,13 @@ static __always_inline int ccc_leave(struct ccc_group *g, __u64 conn)
 	/* Remove member i, keeping registration order. */
 	p = ccc_m(g, i)->p;
 	for (j = 0; j < CCC_MAX_CONNS - 1; j++) {
-		if (j + 1 >= g->n)
+		__u32 k = i + j;
+
+		if (k + 1 >= ccc_n(g) || k + 1 >= CCC_MAX_CONNS)
 			break;
-		if (j >= i)
-			g->m[j] = g->m[j + 1];
+		/* Laundered so clang cannot fold the mask into m[k] + 1, an address the verifier
+		 * cannot bound. */
+		*ccc_m(g, k) = *ccc_m(g, ccc_launder(g, k + 1));
 	}
 	g->n--;
 	g->sum_p -= p;
@@ -850,9 +951,9 @@ static __always_inline int ccc_leave(struct ccc_group *g, __u64 conn)
 	if (was_coco && next_coco != CCC_NONE)
 		ccc_make_coco(g, next_coco);
 	/* Without a connection outside handover, nothing clocks the joiners any more. */
-	if (g->n_handovers == g->n) {
+	if (g->n_handovers == ccc_n(g)) {
 		for (j = 0; j < CCC_MAX_CONNS; j++) {
-			if (j >= g->n)
+			if (j >= ccc_n(g))
 				break;
 			ccc_end_handover(g, j);
 		}
@@ -860,11 +961,17 @@ static __always_inline int ccc_leave(struct ccc_group *g, __u64 conn)
 	return 0;
 }
 
+static __always_inline int ccc_leave(struct ccc_group *g, __u64 conn)
+{
+	return ccc_leave_at(g, conn, CCC_NONE);
+}
+
 /* TcpCoupler::set_priority: the new share applies from the connection's next update. */
-static __always_inline int ccc_set_priority(struct ccc_group *g, __u64 conn, __u64 prio_units)
+static __always_inline int ccc_set_priority_at(struct ccc_group *g, __u64 conn, __u32 hint,
+					       __u64 prio_units)
 {
 	struct ccc_member *c;
-	int idx = ccc_find(g, conn);
+	int idx = ccc_find_hint(g, conn, hint);
 
 	if (idx < 0)
 		return CCC_EUNKNOWN;
@@ -876,32 +983,40 @@ static __always_inline int ccc_set_priority(struct ccc_group *g, __u64 conn, __u
 	return 0;
 }
 
+static __always_inline int ccc_set_priority(struct ccc_group *g, __u64 conn, __u64 prio_units)
+{
+	return ccc_set_priority_at(g, conn, CCC_NONE, prio_units);
+}
+
 /*
  * TcpCoupler::on_ack (Algorithm 4, item 8): an ACK arrived for `conn`. Writes the releases (in
  * registration order of the joiners) to rel[0 .. k) and returns k, or a negative error. rel must
  * have room for every running handover (CCC_MAX_CONNS always suffices); with less, CCC_EINVAL and
- * nothing changes.
+ * nothing changes. With rel NULL nothing is written and 0 is returned: a joiner's released window
+ * is its member's `cwnd`, which the BPF program's joiner reads in its own callback (a struct_ops
+ * congestion control writes only its own socket). (Not counting there keeps a register that
+ * differs on every path out of the verifier's way.)
  */
-static __always_inline int ccc_on_ack(struct ccc_group *g, __u64 conn, struct ccc_release *rel,
-				      int max_rel)
+static __always_inline int ccc_on_ack_at(struct ccc_group *g, __u64 conn, __u32 hint,
+					 struct ccc_release *rel, int max_rel)
 {
 	__u64 n, sum_cwnd, sum_p, full, target;
 	struct ccc_member *c;
 	int idx, k = 0, release, done;
 	__u32 j;
 
-	idx = ccc_find(g, conn);
+	idx = ccc_find_hint(g, conn, hint);
 	if (idx < 0)
 		return CCC_EUNKNOWN;
 	if (g->n_handovers == 0 || ccc_m(g, (__u32)idx)->handover)
 		return 0;
-	if (max_rel < 0 || (__u32)max_rel < g->n_handovers)
+	if (rel && (max_rel < 0 || (__u32)max_rel < g->n_handovers))
 		return CCC_EINVAL;
-	n = g->n;
+	n = ccc_n(g);
 	sum_cwnd = g->sum_cwnd;
 	sum_p = g->sum_p;
 	for (j = 0; j < CCC_MAX_CONNS; j++) {
-		if (j >= g->n)
+		if (j >= ccc_n(g))
 			break;
 		c = &g->m[j];
 		if (!c->handover)
@@ -922,7 +1037,7 @@ static __always_inline int ccc_on_ack(struct ccc_group *g, __u64 conn, struct cc
 		if (release || done) {
 			if (done)
 				c->cwnd = ccc_max(ccc_min(full, c->cwnd), CCC_MIN_CWND);
-			if (k < max_rel && k < CCC_MAX_CONNS) {
+			if (rel && k < max_rel && k < CCC_MAX_CONNS) {
 				rel[k].conn = c->conn;
 				rel[k].cwnd = c->cwnd;
 				rel[k].done = done ? 1 : 0;
@@ -936,6 +1051,12 @@ static __always_inline int ccc_on_ack(struct ccc_group *g, __u64 conn, struct cc
 		}
 	}
 	return k;
+}
+
+static __always_inline int ccc_on_ack(struct ccc_group *g, __u64 conn, struct ccc_release *rel,
+				      int max_rel)
+{
+	return ccc_on_ack_at(g, conn, CCC_NONE, rel, max_rel);
 }
 
 /* ---- Snapshot accessors ---------------------------------------------------------------------- */
@@ -958,13 +1079,13 @@ static __always_inline __u64 ccc_reductions(const struct ccc_group *g)
 /* Connections registered. */
 static __always_inline __u32 ccc_len(const struct ccc_group *g)
 {
-	return g->n;
+	return ccc_n(g);
 }
 
 /* The coordinating connection: 1 and *conn, or 0 if none. */
 static __always_inline int ccc_coco(const struct ccc_group *g, __u64 *conn)
 {
-	if (g->coco == CCC_NONE || g->coco >= g->n)
+	if (g->coco == CCC_NONE || g->coco >= ccc_n(g))
 		return 0;
 	*conn = ccc_mc(g, g->coco)->conn;
 	return 1;
@@ -973,7 +1094,7 @@ static __always_inline int ccc_coco(const struct ccc_group *g, __u64 *conn)
 /* The connection owning the loss event in progress (Rust `loss_event`): 1 and *conn, or 0. */
 static __always_inline int ccc_loss_event(const struct ccc_group *g, __u64 *conn)
 {
-	if (g->event == CCC_NONE || g->event >= g->n)
+	if (g->event == CCC_NONE || g->event >= ccc_n(g))
 		return 0;
 	*conn = ccc_mc(g, g->event)->conn;
 	return 1;
@@ -985,7 +1106,7 @@ static __always_inline int ccc_view(const struct ccc_group *g, __u32 idx, struct
 {
 	const struct ccc_member *c;
 
-	if (idx >= g->n || idx >= CCC_MAX_CONNS)
+	if (idx >= ccc_n(g) || idx >= CCC_MAX_CONNS)
 		return CCC_EINVAL;
 	c = ccc_mc(g, idx);
 	v->conn = c->conn;

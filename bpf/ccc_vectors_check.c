@@ -147,6 +147,27 @@ static void emit_snapshot(const struct ccc_group *g)
 	}
 }
 
+/* The index hint passed with each op (the BPF program passes the index it saw last): in turn the
+ * right index, no hint, and a pseudo-random one that is usually wrong, so the vectors check the
+ * hint's fast path and its fallback give the same answers. */
+static __u64 hint_state = 0x9e3779b97f4a7c15ULL;
+
+static __u32 next_hint(__u64 conn)
+{
+	int idx;
+
+	hint_state = hint_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	switch ((hint_state >> 33) % 3) {
+	case 0:
+		idx = ccc_index(&group, conn, CCC_NONE);
+		return idx < 0 ? CCC_NONE : (__u32)idx;
+	case 1:
+		return CCC_NONE;
+	default:
+		return (__u32)((hint_state >> 40) % (CCC_MAX_CONNS + 8));
+	}
+}
+
 /* Runs one op (tokens tok[0 .. ntok)) and appends its result to out. */
 static void run_op(char **tok, int ntok)
 {
@@ -179,8 +200,8 @@ static void run_op(char **tok, int ntok)
 		if (timeout > 1)
 			die("timeout must be 0 or 1");
 		in_flight = parse_u64(tok[6]);
-		rc = ccc_update(&group, conn, cwnd, ssthresh, state, (int)timeout, in_flight, &cw,
-				&ss);
+		rc = ccc_update_at(&group, conn, next_hint(conn), cwnd, ssthresh, state,
+				   (int)timeout, in_flight, &cw, &ss);
 		if (rc == 0)
 			emit("%llu %llu", (unsigned long long)cw, (unsigned long long)ss);
 		else if (rc == 1)
@@ -190,12 +211,13 @@ static void run_op(char **tok, int ntok)
 	} else if (strcmp(op, "L") == 0) {
 		if (ntok != 2)
 			die("L takes 1 argument");
-		rc = ccc_leave(&group, parse_u64(tok[1]));
+		rc = ccc_leave_at(&group, parse_u64(tok[1]), next_hint(parse_u64(tok[1])));
 		emit(rc == 0 ? "ok" : "ERR");
 	} else if (strcmp(op, "P") == 0) {
 		if (ntok != 3)
 			die("P takes 2 arguments");
-		rc = ccc_set_priority(&group, parse_u64(tok[1]), parse_u64(tok[2]));
+		rc = ccc_set_priority_at(&group, parse_u64(tok[1]), next_hint(parse_u64(tok[1])),
+					 parse_u64(tok[2]));
 		emit(rc == 0 ? "ok" : "ERR");
 	} else if (strcmp(op, "B") == 0) {
 		if (ntok != 2)
@@ -208,7 +230,8 @@ static void run_op(char **tok, int ntok)
 
 		if (ntok != 2)
 			die("A takes 1 argument");
-		k = ccc_on_ack(&group, parse_u64(tok[1]), rel, CCC_MAX_CONNS);
+		k = ccc_on_ack_at(&group, parse_u64(tok[1]), next_hint(parse_u64(tok[1])), rel,
+				  CCC_MAX_CONNS);
 		if (k < 0) {
 			emit("ERR");
 		} else {
@@ -222,15 +245,76 @@ static void run_op(char **tok, int ntok)
 	}
 }
 
+/* `-m N`: ccc_muldiv_small against 128-bit arithmetic on N random cases spread over its three
+ * paths (factors below 2^32, divisors below 2^47, and the bit-serial rest). Exit 1 on a mismatch. */
+static int check_muldiv(unsigned long n)
+{
+	__u64 x = 0x2545f4914f6cdd1dULL;
+	unsigned long i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		__u64 a, b, d, got, want;
+		int bits_d;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		bits_d = 1 + (int)(x % 64); /* divisor width 1..64 bits */
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		d = bits_d == 64 ? x : (x & ((1ULL << bits_d) - 1));
+		if (d < 2)
+			d = 2 + (x & 1);
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		a = x % d;
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		b = x >> (x % 64 > 40 ? 0 : (x % 64));
+		got = ccc_muldiv_small(a, b, d);
+		want = (__u64)((unsigned __int128)a * b / d);
+		if (got != want) {
+			if (bad++ < 5)
+				fprintf(stderr, "muldiv(%llu, %llu, %llu) = %llu, want %llu\n",
+					(unsigned long long)a, (unsigned long long)b,
+					(unsigned long long)d, (unsigned long long)got,
+					(unsigned long long)want);
+		}
+	}
+	/* Edges: every pair of these as (a mod d, b, d). */
+	{
+		static const __u64 e[] = {1, 2, 3, 0xffffffffULL, 0x100000000ULL, 0x100000001ULL,
+					  (1ULL << 47) - 1, 1ULL << 47, (1ULL << 63) - 1, 1ULL << 63,
+					  (1ULL << 63) + 1, 0xfffffffffffffffeULL,
+					  0xffffffffffffffffULL};
+		unsigned long ia, ib, id;
+		const unsigned long ne = sizeof(e) / sizeof(e[0]);
+
+		for (id = 0; id < ne; id++)
+			for (ia = 0; ia < ne; ia++)
+				for (ib = 0; ib < ne; ib++) {
+					__u64 d = e[id] < 2 ? 2 : e[id], a = e[ia] >= d ? d - 1 : e[ia];
+					__u64 b = e[ib], got = ccc_muldiv_small(a, b, d);
+					__u64 want = (__u64)((unsigned __int128)a * b / d);
+
+					n++;
+					if (got != want && bad++ < 5)
+						fprintf(stderr, "muldiv(%llu, %llu, %llu) = %llu, want %llu\n",
+							(unsigned long long)a, (unsigned long long)b,
+							(unsigned long long)d, (unsigned long long)got,
+							(unsigned long long)want);
+				}
+	}
+	fprintf(stderr, "ccc_check: muldiv %lu cases, %lu differ\n", n, bad);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long vectors = 0, ops = 0, agree = 0, differ = 0, unchecked = 0;
 	int keep_going = 0, in_vector = 0;
 
+	if (argc == 3 && strcmp(argv[1], "-m") == 0)
+		return check_muldiv(strtoul(argv[2], NULL, 10));
 	if (argc == 2 && strcmp(argv[1], "-k") == 0) {
 		keep_going = 1;
 	} else if (argc != 1) {
-		fprintf(stderr, "usage: %s [-k] < vectors.txt\n", argv[0]);
+		fprintf(stderr, "usage: %s [-k] < vectors.txt | %s -m N\n", argv[0], argv[0]);
 		return 2;
 	}
 
