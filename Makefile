@@ -26,9 +26,12 @@ $(STAMP): pyproject.toml Makefile
 	{ command -v ip && command -v tc && command -v ethtool && command -v ping; } >/dev/null || \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iproute2 ethtool iputils-ping) >/dev/null 2>&1 || \
 	  echo "iproute2/ethtool/ping not installed: the linux engine's tests will skip, saying so"
-	@# The BPF port of ctrlTCP (issue 16): clang builds its C core for the BPF target.
-	command -v clang >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang) >/dev/null 2>&1 || \
-	  echo "clang not installed: the BPF build check of the C core will skip, saying so"
+	@# The BPF port of ctrlTCP (issue 16): clang compiles the program, bpftool writes vmlinux.h from the
+	@# kernel's BTF, and libbpf-sys builds its vendored libbpf with libelf, zlib, pkg-config and make.
+	{ command -v clang && command -v bpftool && command -v pkg-config && command -v make && \
+	  pkg-config --exists libelf zlib; } >/dev/null 2>&1 || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang bpftool libelf-dev zlib1g-dev pkg-config make) >/dev/null 2>&1 || \
+	  echo "clang/bpftool/libelf-dev/zlib1g-dev not installed: macroflow_ccc is built without its BPF program and its tests skip, saying so"
 	touch $@
 
 build: deps

@@ -242,6 +242,100 @@ def _queue_kinds() -> List[tuple]:
     return out
 
 
+linux_app = typer.Typer(help="ctrlTCP in the running kernel: the BPF congestion control macroflow_ccc (root).")
+rule_app = typer.Typer(help="Which connections join which group, with which priority (tried in order).")
+linux_app.add_typer(rule_app, name="rule")
+app.add_typer(linux_app, name="linux")
+
+
+def _ccc(fn, *args, **kw):
+    from macroflow import ccc
+
+    try:
+        return getattr(ccc, fn)(*args, **kw)
+    except (RuntimeError, ValueError, OSError) as e:
+        _fail(str(e))
+
+
+@linux_app.command("load")
+def linux_load(
+    handover: bool = typer.Option(True, help="ack-clocked handover for joining connections (Algorithm 4)"),
+    max_burst: int = typer.Option(0, help="the coupler's burst limit, packets (0: none beyond the connection's own)"),
+) -> None:
+    """Load and register macroflow_ccc (stays registered after this command: pinned in /sys/fs/bpf)."""
+    r = _ccc("load", handover=handover, max_burst_pkts=max_burst)
+    typer.echo(f"loaded macroflow_ccc (pinned at {r['pin_dir']}); use it per socket "
+               "(setsockopt TCP_CONGESTION), per route (ip route ... congctl macroflow_ccc) or system-wide "
+               "(sysctl net.ipv4.tcp_congestion_control=macroflow_ccc)")
+
+
+@linux_app.command("unload")
+def linux_unload() -> None:
+    """Unregister macroflow_ccc: sockets using it keep it until they close; new ones cannot choose it."""
+    r = _ccc("unload")
+    typer.echo(f"unloaded macroflow_ccc ({r['coupled_connections']} coupled connections keep it until they close)")
+
+
+@linux_app.command("status")
+def linux_status(json_: bool = typer.Option(False, "--json", help="print the status as JSON")) -> None:
+    """Groups, their members (cwnd, priority, state), sum_cwnd and CoCo, the rules and the counters."""
+    from macroflow import ccc
+
+    st = _ccc("status")
+    if json_:
+        import json
+
+        typer.echo(json.dumps(st, indent=1))
+    else:
+        typer.echo(ccc.format_status(st))
+
+
+def _ports(ports: Optional[str]):
+    if ports is None:
+        return None
+    lo, _, hi = ports.partition("-")
+    try:
+        return (int(lo), int(hi or lo))
+    except ValueError:
+        _fail(f"--ports takes PORT or LO-HI, got {ports!r}")
+
+
+@rule_app.command("add")
+def rule_add(
+    prefix: Optional[str] = typer.Option(None, help="the remote address's prefix, e.g. 10.0.0.0/8"),
+    ports: Optional[str] = typer.Option(None, help="the remote port or range, e.g. 5000-5100"),
+    cgroup: Optional[str] = typer.Option(None, help="a cgroup v2 path (relative to /sys/fs/cgroup)"),
+    group: Optional[int] = typer.Option(None, help="the group number (default: the address pair's group)"),
+    priority: float = typer.Option(1.0, help="the priority, in (0, 256]"),
+    uncoupled: bool = typer.Option(False, help="matching connections run uncoupled"),
+) -> None:
+    """Append a rule (the first matching rule decides)."""
+    i = _ccc("rule_add", prefix=prefix, ports=_ports(ports), cgroup=cgroup, group=group, priority=priority,
+             uncoupled=uncoupled)
+    typer.echo(f"rule {i} added")
+
+
+@rule_app.command("list")
+def rule_list() -> None:
+    """The rules in the order they are tried."""
+    from macroflow import ccc
+
+    rs = _ccc("rules")
+    if not rs:
+        typer.echo("no rules: connections are grouped by address pair, priority 1")
+    for r in rs:
+        typer.echo(ccc.format_rule(r))
+
+
+@rule_app.command("del")
+def rule_del(index: int = typer.Argument(..., help="the rule's index (see `rule list`)")) -> None:
+    """Delete a rule; the ones after it move up."""
+    from macroflow import ccc
+
+    r = _ccc("rule_del", index)
+    typer.echo(f"deleted {ccc.format_rule(r)}")
+
+
 def main() -> None:
     if len(sys.argv) == 1:
         demo.main()

@@ -6,6 +6,7 @@
 //! timeouts) are float seconds with an `_s` suffix; rates are float bit/s (`_bps`), windows float
 //! packets (`_pkts`). A call that raises leaves the object unchanged.
 
+mod ccc;
 mod convert;
 mod de;
 mod flowmodel;
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::add(m)?;
     flowmodel::add(m)?;
     linux::add(m)?;
+    ccc::add(m)?;
     m.add(
         "FSE_ALGORITHMS",
         PyTuple::new(m.py(), fse::algorithm_names())?,

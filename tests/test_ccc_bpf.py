@@ -1,0 +1,357 @@
+"""ctrlTCP in the running kernel (issue 16): the BPF struct_ops congestion control macroflow_ccc.
+
+These tests load the program into this kernel (root, BTF, struct_ops; CI has them all) and run real
+TCP connections over loopback and through network namespaces. Without the capability they skip,
+saying what is missing; the bad-input tests that need no kernel run everywhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from typing import Iterator, List
+
+import pytest
+
+from macroflow import ccc
+from macroflow.__main__ import app
+
+WHY = "; ".join(ccc.missing())
+needs_bpf = pytest.mark.skipif(bool(WHY), reason=f"macroflow_ccc cannot be loaded here: {WHY}")
+
+
+@pytest.fixture
+def loaded() -> Iterator[None]:
+    if ccc.is_loaded():  # left by an interrupted run
+        ccc.unload()
+    ccc.load()
+    try:
+        yield
+    finally:
+        if ccc.is_loaded():
+            ccc.unload()
+
+
+class Sink:
+    """A TCP server on loopback that reads and discards everything (its sockets use the default
+    congestion control: only the senders are coupled)."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.srv = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind((host, 0))
+        self.srv.listen(128)
+        self.addr = self.srv.getsockname()[:2]
+        self.conns: List[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self._drain, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _drain(c: socket.socket) -> None:
+        try:
+            while c.recv(1 << 16):
+                pass
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.srv.close()
+        for c in self.conns:
+            c.close()
+
+
+def _connect(addr, coupled: bool = True, prio: float = 0.0) -> socket.socket:
+    s = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET)
+    if coupled:
+        ccc.use(s)
+    if prio:
+        ccc.set_socket_priority(s, prio)
+    s.connect(addr)
+    return s
+
+
+def _pump(socks: List[socket.socket], seconds: float) -> List[int]:
+    """Sends as fast as each socket takes for `seconds`; bytes sent per socket."""
+    sent = [0] * len(socks)
+    end = time.monotonic() + seconds
+
+    def run(i: int) -> None:
+        buf = b"x" * 65536
+        while time.monotonic() < end:
+            sent[i] += socks[i].send(buf)
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(len(socks))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sent
+
+
+def _cc_of(s: socket.socket) -> str:
+    return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+
+
+def _wait(cond, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+# ---- No kernel needed -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(prefix="10.0.0.0/33"), "prefix length 33 > 32"),
+    (dict(prefix="fd00::/129"), "prefix length"),
+    (dict(prefix="ten/8"), "not an address"),
+    (dict(ports=(10, 9)), "port range 10-9 is empty"),
+    (dict(group=0), "group numbers start at 1"),
+    (dict(priority=0), "priority must be in"),
+    (dict(priority=300), "priority must be in"),
+    (dict(priority=float("nan")), "priority must be in"),
+])
+def test_a_bad_rule_is_refused_before_the_maps_are_opened(kw, msg) -> None:
+    with pytest.raises(ValueError, match=msg):
+        ccc.rule_add(**kw)
+
+
+def test_a_bad_priority_for_a_socket_is_refused() -> None:
+    with socket.socket() as s, pytest.raises(ValueError, match="priority must be in"):
+        ccc.set_socket_priority(s, -1)
+
+
+def test_unloading_when_not_loaded_says_so() -> None:
+    if ccc.is_loaded():
+        pytest.skip("macroflow_ccc is loaded by someone else on this machine")
+    with pytest.raises(RuntimeError, match="not loaded"):
+        ccc.unload()
+    with pytest.raises(RuntimeError, match="not loaded"):
+        ccc.status()
+
+
+# ---- The kernel -------------------------------------------------------------------------------
+
+
+@needs_bpf
+def test_load_status_unload(loaded: None) -> None:
+    assert ccc.CC_NAME in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    with pytest.raises(RuntimeError, match="already loaded"):
+        ccc.load()
+    st = ccc.status()
+    assert st["groups"] == [] and st["rules"] == []
+    assert all(v == 0 for v in st["stats"].values())
+    r = ccc.unload()
+    assert r["coupled_connections"] == 0 and "link" in r["removed"]
+    assert ccc.CC_NAME not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    with pytest.raises(RuntimeError, match="not loaded"):
+        ccc.unload()
+
+
+@needs_bpf
+def test_connections_between_two_addresses_form_one_group(loaded: None) -> None:
+    sink = Sink()
+    socks = [_connect(sink.addr) for _ in range(4)] + [_connect(sink.addr, prio=3)]
+    try:
+        sent = _pump(socks, 1.0)
+        assert all(b > 0 for b in sent), sent
+        assert all(_cc_of(s) == ccc.CC_NAME for s in socks)
+        st = ccc.status()
+        (g,) = st["groups"]
+        assert g["name"] == "pair 127.0.0.1 -> 127.0.0.1"
+        assert len(g["members"]) == 5 and g["sum_priority"] == 7
+        assert sorted(m["priority"] for m in g["members"]) == [1, 1, 1, 1, 3]
+        assert sum(m["coordinating"] for m in g["members"]) == 1
+        assert g["inconsistencies"] == [] and g["sum_cwnd_pkts"] > 0
+        assert st["stats"]["connections_coupled"] == 5 and st["stats"]["updates"] > 0
+    finally:
+        for s in socks:
+            s.close()
+    # release always leaves; the last one out deletes the group.
+    assert _wait(lambda: ccc.status()["groups"] == [])
+    stats = ccc.status()["stats"]
+    assert stats["connections_released"] == 5 and stats["groups_made"] == 1 and stats["groups_freed"] == 1
+    assert sum(v for k, v in stats.items() if k.startswith("errors_")) == 0, stats
+    sink.close()
+
+
+@needs_bpf
+def test_rules_assign_group_and_priority_and_the_application_overrides(loaded: None) -> None:
+    sink = Sink()
+    port = sink.addr[1]
+    assert ccc.rule_add(prefix="10.0.0.0/8", group=9) == 0  # matches nothing here
+    assert ccc.rule_add(prefix="127.0.0.0/8", ports=(port, port), group=7, priority=2) == 1
+    assert ccc.rule_add(ports=(1, 2), uncoupled=True) == 2
+    assert [r["index"] for r in ccc.rules()] == [0, 1, 2]
+    a = _connect(sink.addr)
+    b = _connect(sink.addr, prio=0.5)
+    try:
+        _pump([a, b], 0.3)
+        (g,) = ccc.status()["groups"]
+        assert g["name"] == "group 7"
+        assert sorted(m["priority"] for m in g["members"]) == [0.5, 2]
+        # A priority the application changes after connect applies at its next report.
+        ccc.set_socket_priority(a, 4)
+        _pump([a, b], 0.3)
+        (g,) = ccc.status()["groups"]
+        assert sorted(m["priority"] for m in g["members"]) == [0.5, 4]
+        assert ccc.status()["stats"]["priorities_set"] >= 1
+    finally:
+        a.close()
+        b.close()
+    # Deleting rule 0 moves the others up; a bad index changes nothing.
+    with pytest.raises(ValueError, match="no rule 3"):
+        ccc.rule_del(3)
+    assert ccc.rule_del(0)["group"] == 9
+    assert [(r["index"], r["group"]) for r in ccc.rules()] == [(0, 7), (1, None)]
+    # A rule can leave connections uncoupled: they run plain NewReno, counted.
+    ccc.rule_del(0)
+    ccc.rule_del(0)
+    ccc.rule_add(prefix="127.0.0.1/32", uncoupled=True)
+    c = _connect(sink.addr)
+    try:
+        assert _pump([c], 0.3)[0] > 0
+        assert ccc.status()["groups"] == []
+        assert ccc.status()["stats"]["uncoupled_by_rule"] == 1
+    finally:
+        c.close()
+        sink.close()
+
+
+@needs_bpf
+def test_a_full_group_runs_the_next_connection_uncoupled_and_counts_it(loaded: None) -> None:
+    sink = Sink()
+    socks = [_connect(sink.addr) for _ in range(ccc_max() + 1)]
+    try:
+        sent = _pump(socks, 0.5)
+        assert all(b > 0 for b in sent), "a connection that could not join must still send"
+        st = ccc.status()
+        (g,) = st["groups"]
+        assert len(g["members"]) == ccc_max() and g["inconsistencies"] == []
+        assert st["stats"]["uncoupled_group_full"] == 1
+        assert "uncoupled_group_full 1" in ccc.format_status(st)
+    finally:
+        for s in socks:
+            s.close()
+        sink.close()
+    assert _wait(lambda: ccc.status()["groups"] == [])
+
+
+def ccc_max() -> int:
+    return 64
+
+
+@needs_bpf
+def test_unloading_while_connections_use_it(loaded: None) -> None:
+    """Unload unregisters the name at once; a connection using it keeps it and keeps sending;
+    once it closes, the kernel frees the program."""
+    sink = Sink()
+    s = _connect(sink.addr)
+    try:
+        assert _pump([s], 0.2)[0] > 0
+        r = ccc.unload()
+        assert r["coupled_connections"] == 1
+        assert ccc.CC_NAME not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+        with socket.socket() as t, pytest.raises(OSError) as e:
+            t.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, ccc.CC_NAME.encode())
+        assert e.value.errno == errno.ENOENT
+        assert _cc_of(s) == ccc.CC_NAME
+        assert _pump([s], 0.3)[0] > 0
+    finally:
+        s.close()
+        sink.close()
+    # With its last user gone, the struct_ops map and its programs are freed: a new load works.
+    assert _wait(lambda: not _mf_programs(), timeout=10), _mf_programs()
+    ccc.load()
+    assert ccc.is_loaded()
+
+
+def _mf_programs() -> List[str]:
+    """IDs of loaded BPF programs named mf_init (bpftool; the kernel frees them asynchronously)."""
+    p = subprocess.run(["bpftool", "prog", "show", "name", "mf_init"], capture_output=True, text=True)
+    return [ln for ln in p.stdout.splitlines() if "mf_init" in ln]
+
+
+def _ns(name: str, *cmd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", name, *cmd], capture_output=True, text=True, check=True)
+
+
+@needs_bpf
+def test_per_route_congctl_couples_connections_that_never_ask(loaded: None) -> None:
+    """`ip route ... congctl macroflow_ccc` in a namespace: the client sets no option, and its
+    connections are coupled."""
+    tag = uuid.uuid4().hex[:6]
+    a, b = f"mfc{tag}a", f"mfc{tag}b"
+    subprocess.run(["ip", "netns", "add", a], check=True)
+    subprocess.run(["ip", "netns", "add", b], check=True)
+    try:
+        subprocess.run(["ip", "link", "add", "v0", "netns", a, "type", "veth", "peer", "name", "v1", "netns", b], check=True)
+        _ns(a, "ip", "addr", "add", "10.9.0.1/24", "dev", "v0")
+        _ns(b, "ip", "addr", "add", "10.9.0.2/24", "dev", "v1")
+        for n, dev in ((a, "v0"), (b, "v1")):
+            _ns(n, "ip", "link", "set", dev, "up")
+            _ns(n, "ip", "link", "set", "lo", "up")
+        _ns(a, "ip", "route", "replace", "10.9.0.2/32", "dev", "v0", "congctl", ccc.CC_NAME)
+        server = subprocess.Popen(["ip", "netns", "exec", b, "python3", "-c",
+                                   "import socket,threading\ns=socket.socket();s.bind(('10.9.0.2',5001));s.listen(8);print('up',flush=True)\n"
+                                   "def drain(c):\n while c.recv(65536): pass\n"
+                                   "while True:\n c,_=s.accept()\n threading.Thread(target=drain,args=(c,),daemon=True).start()"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout.readline().strip() == "up"
+            client = ("import socket,time\nss=[socket.create_connection(('10.9.0.2',5001), timeout=10) for _ in range(3)]\n"
+                      "end=time.time()+1.5\nwhile time.time()<end:\n for s in ss: s.send(b'x'*65536)\n"
+                      "print(ss[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b'\\0').decode(), flush=True)\n"
+                      "input()\n")
+            c = subprocess.Popen(["ip", "netns", "exec", a, "python3", "-c", client], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            try:
+                assert c.stdout.readline().strip() == ccc.CC_NAME
+                (g,) = ccc.status()["groups"]
+                assert g["name"] == "pair 10.9.0.1 -> 10.9.0.2" and len(g["members"]) == 3
+            finally:
+                c.communicate("\n", timeout=10)
+        finally:
+            server.kill()
+            server.wait()
+        assert _wait(lambda: ccc.status()["groups"] == [])
+    finally:
+        subprocess.run(["ip", "netns", "del", a])
+        subprocess.run(["ip", "netns", "del", b])
+
+
+@needs_bpf
+def test_the_cli(loaded: None) -> None:
+    from typer.testing import CliRunner
+
+    r = CliRunner().invoke(app, ["linux", "rule", "add", "--prefix", "192.0.2.0/24", "--ports", "80-90",
+                                 "--group", "3", "--priority", "2.5"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["linux", "rule", "list"])
+    assert "0: to 192.0.2.0/24 ports 80-90 -> group 3, priority 2.5" in r.output
+    r = CliRunner().invoke(app, ["linux", "rule", "add", "--ports", "x-y"])
+    assert r.exit_code == 2 and "--ports takes" in r.output
+    r = CliRunner().invoke(app, ["linux", "status"])
+    assert r.exit_code == 0 and "no groups" in r.output and "group 3" in r.output
+    r = CliRunner().invoke(app, ["linux", "load"])
+    assert r.exit_code == 2 and "already loaded" in r.output
+    r = CliRunner().invoke(app, ["linux", "rule", "del", "0"])
+    assert r.exit_code == 0 and ccc.rules() == []
+    r = CliRunner().invoke(app, ["linux", "unload"])
+    assert r.exit_code == 0 and not ccc.is_loaded()
