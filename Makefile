@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -81,6 +81,12 @@ bench-flowsim: build
 # The Linux engine (root): set-up/teardown, the delay line's rate and delay, CPU per Gbit/s.
 bench-linux: build
 	$(PY) bench/linux_bench.py
+
+# ctrlTCP in the kernel (root): macroflow_ccc's per-callback cost against a plain BPF NewReno and
+# its throughput against the kernel's reno (iperf3 over a veth pair).
+bench-ccc: build
+	command -v iperf3 >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3) >/dev/null 2>&1
+	$(PY) bench/ccc_bpf_bench.py
 
 clean:
 	$(CARGO) clean

@@ -12,7 +12,7 @@
  * The same source compiles into a BPF struct_ops program (clang -target bpf) and into a userspace
  * library: no libc, no allocation, no floating point, no recursion, no 128-bit integers, no
  * function pointers; every function is `static __always_inline`; every loop is bounded by
- * CCC_MAX_CONNS (64 iterations, or 64 bit steps in ccc_muldiv_small); the group lives in a caller's
+ * CCC_MAX_CONNS (64 iterations); the group lives in a caller's
  * `struct ccc_group` (about 5 KiB: a BPF map value, next to a bpf_spin_lock), never on the stack.
  *
  * Units and ranges (the range/rounding rule):
@@ -28,8 +28,14 @@
  *  shares are floor(sum * p / sum_p) = q * p + floor(r * p / sum_p) with q, r = sum / sum_p,
  *  sum % sum_p (r * p < 2^54), exactly what the Rust computes in 128 bits; `scale` is computed the
  *  same way. Every division floors, as in the Rust. Should a remainder product ever exceed 64 bits
- *  (a told window above 2^32 through a huge burst limit), ccc_muldiv_small falls back to an exact
- *  bit-serial multiply-divide, so the result is still the Rust's.
+ *  (a told window above 2^32 through a huge burst limit), ccc_muldiv_small forms the 128-bit
+ *  product and divides it exactly (Knuth's algorithm D, branch-free), so the result is still the
+ *  Rust's.
+ *
+ * For the BPF verifier (whose budget is 1M instructions walked over every path): search results
+ * and the member count are read back through memory (ccc_launder, ccc_n) so the paths out of a
+ * search merge, and the multiply-divide has no branch on the data. A caller may pass the index it
+ * saw last (the `_at` variants' `hint`), which makes an UPDATE O(1) in the group size.
  *  Aggregates add with saturation at 2^64 - 1 (Rust `Int::add`, `Int::double`).
  *
  * Registration order: members are kept in m[0 .. n) in ascending `seq` (registration order), so
@@ -807,16 +813,15 @@ static __always_inline int ccc_register(struct ccc_group *g, __u64 conn, __u64 p
  * nonzero after a retransmission timeout (state must be SS). Returns 0 with the answer in
  * *out_cwnd / *out_ssthresh, 1 without an answer (in FR), or a negative error.
  */
-static __always_inline int ccc_update_at(struct ccc_group *g, __u64 conn, __u32 hint, __u64 cwnd,
-					 __u64 ssthresh, int state, int timeout, __u64 in_flight,
-					 __u64 *out_cwnd, __u64 *out_ssthresh)
+static __always_inline int ccc_update_idx(struct ccc_group *g, int idx, __u64 cwnd, __u64 ssthresh,
+					  int state, int timeout, __u64 in_flight, __u64 *out_cwnd,
+					  __u64 *out_ssthresh)
 {
 	__u64 rc, rs, rin;
 	struct ccc_member *c;
-	int idx, old, leaving_fr, recovered_during_event;
+	int old, leaving_fr, recovered_during_event;
 	__u32 i;
 
-	idx = ccc_find_hint(g, conn, hint);
 	if (idx < 0)
 		return CCC_EUNKNOWN;
 	/* TcpUpdate::check */
@@ -874,6 +879,15 @@ static __always_inline int ccc_update_at(struct ccc_group *g, __u64 conn, __u32 
 	return 0;
 }
 
+/* `ccc_update` with the caller's index hint (see ccc_find_hint). */
+static __always_inline int ccc_update_at(struct ccc_group *g, __u64 conn, __u32 hint, __u64 cwnd,
+					 __u64 ssthresh, int state, int timeout, __u64 in_flight,
+					 __u64 *out_cwnd, __u64 *out_ssthresh)
+{
+	return ccc_update_idx(g, ccc_find_hint(g, conn, hint), cwnd, ssthresh, state, timeout,
+			      in_flight, out_cwnd, out_ssthresh);
+}
+
 static __always_inline int ccc_update(struct ccc_group *g, __u64 conn, __u64 cwnd, __u64 ssthresh,
 				      int state, int timeout, __u64 in_flight, __u64 *out_cwnd,
 				      __u64 *out_ssthresh)
@@ -891,13 +905,12 @@ static __always_inline __u32 ccc_index_after_removal(__u32 x, __u32 gone)
 }
 
 /* TcpCoupler::leave (Algorithm 6, item 7). */
-static __always_inline int ccc_leave_at(struct ccc_group *g, __u64 conn, __u32 hint)
+static __always_inline int ccc_leave_idx(struct ccc_group *g, int idx)
 {
 	__u32 i, j, next_coco = CCC_NONE, next_event;
-	int idx, was_coco, owned_event, handover;
+	int was_coco, owned_event, handover;
 	__u64 max_burst, reductions, p;
 
-	idx = ccc_find_hint(g, conn, hint);
 	if (idx < 0)
 		return CCC_EUNKNOWN;
 	if (ccc_n(g) == 1) {
@@ -961,17 +974,20 @@ static __always_inline int ccc_leave_at(struct ccc_group *g, __u64 conn, __u32 h
 	return 0;
 }
 
+static __always_inline int ccc_leave_at(struct ccc_group *g, __u64 conn, __u32 hint)
+{
+	return ccc_leave_idx(g, ccc_find_hint(g, conn, hint));
+}
+
 static __always_inline int ccc_leave(struct ccc_group *g, __u64 conn)
 {
 	return ccc_leave_at(g, conn, CCC_NONE);
 }
 
 /* TcpCoupler::set_priority: the new share applies from the connection's next update. */
-static __always_inline int ccc_set_priority_at(struct ccc_group *g, __u64 conn, __u32 hint,
-					       __u64 prio_units)
+static __always_inline int ccc_set_priority_idx(struct ccc_group *g, int idx, __u64 prio_units)
 {
 	struct ccc_member *c;
-	int idx = ccc_find_hint(g, conn, hint);
 
 	if (idx < 0)
 		return CCC_EUNKNOWN;
@@ -981,6 +997,12 @@ static __always_inline int ccc_set_priority_at(struct ccc_group *g, __u64 conn, 
 	g->sum_p = g->sum_p - c->p + prio_units;
 	c->p = prio_units;
 	return 0;
+}
+
+static __always_inline int ccc_set_priority_at(struct ccc_group *g, __u64 conn, __u32 hint,
+					       __u64 prio_units)
+{
+	return ccc_set_priority_idx(g, ccc_find_hint(g, conn, hint), prio_units);
 }
 
 static __always_inline int ccc_set_priority(struct ccc_group *g, __u64 conn, __u64 prio_units)
@@ -997,15 +1019,14 @@ static __always_inline int ccc_set_priority(struct ccc_group *g, __u64 conn, __u
  * congestion control writes only its own socket). (Not counting there keeps a register that
  * differs on every path out of the verifier's way.)
  */
-static __always_inline int ccc_on_ack_at(struct ccc_group *g, __u64 conn, __u32 hint,
-					 struct ccc_release *rel, int max_rel)
+static __always_inline int ccc_on_ack_idx(struct ccc_group *g, int idx, struct ccc_release *rel,
+					  int max_rel)
 {
 	__u64 n, sum_cwnd, sum_p, full, target;
 	struct ccc_member *c;
-	int idx, k = 0, release, done;
+	int k = 0, release, done;
 	__u32 j;
 
-	idx = ccc_find_hint(g, conn, hint);
 	if (idx < 0)
 		return CCC_EUNKNOWN;
 	if (g->n_handovers == 0 || ccc_m(g, (__u32)idx)->handover)
@@ -1051,6 +1072,12 @@ static __always_inline int ccc_on_ack_at(struct ccc_group *g, __u64 conn, __u32 
 		}
 	}
 	return k;
+}
+
+static __always_inline int ccc_on_ack_at(struct ccc_group *g, __u64 conn, __u32 hint,
+					 struct ccc_release *rel, int max_rel)
+{
+	return ccc_on_ack_idx(g, ccc_find_hint(g, conn, hint), rel, max_rel);
 }
 
 static __always_inline int ccc_on_ack(struct ccc_group *g, __u64 conn, struct ccc_release *rel,

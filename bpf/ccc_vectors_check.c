@@ -246,7 +246,8 @@ static void run_op(char **tok, int ntok)
 }
 
 /* `-m N`: ccc_muldiv_small against 128-bit arithmetic on N random cases spread over its three
- * paths (factors below 2^32, divisors below 2^47, and the bit-serial rest). Exit 1 on a mismatch. */
+ * paths (both factors below 2^32, or the 128-bit product divided by Knuth's algorithm D), divisors of
+ * every width. Exit 1 on a mismatch. */
 static int check_muldiv(unsigned long n)
 {
 	__u64 x = 0x2545f4914f6cdd1dULL;

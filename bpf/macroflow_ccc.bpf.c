@@ -13,7 +13,13 @@
  *   set_state(new)       UPDATE with the new state; set_state(Loss) on every RTO: the timeout UPDATE
  *   cwnd_event           UPDATE if anything changed (the end of a reduction: cwnd = ssthresh)
  *   pkts_acked           for an ACK of new data, the handover's ack clock (ccc_on_ack)
- *   release              leave (ccc_leave); the last one out deletes the group
+ *   release              leave (ccc_leave); an emptied group stays, sums zero, for the next
+ *                        connection of its key (`macroflow linux gc` deletes idle ones)
+ *
+ * Two places differ from the simulator's single report at the end of each ACK, because the kernel
+ * writes the window after a hook there: leaving Recovery is reported at CA_EVENT_COMPLETE_CWR
+ * (after tcp_end_cwnd_reduction's cwnd = ssthresh), not at set_state(Open); and a restart after
+ * idle is not reported (tcp_cwnd_restart sets the window after its event).
  *
  * A struct_ops congestion control may write only its own socket's cwnd and ssthresh, so the
  * coupler answers only the connection that reports, as in the simulator, and a joiner in handover
@@ -74,35 +80,34 @@ struct {
 	__type(value, struct mf_group_val);
 } groups SEC(".maps");
 
-/* A new group's first value is built here (a 5 KiB value cannot be on the stack). */
-struct mf_group_tmpl {
-	__u32 lock;
-	__u32 dead;
-	struct mf_group_key key;
-	__u64 gen;
-	struct ccc_group g;
+/* A new group is inserted from this buffer, never written (all zeros: gen 0 says "not yet
+ * initialised", and the first joiner initialises it under its lock, so nothing another
+ * connection on this CPU does to a shared buffer can reach a group). */
+struct mf_group_zero {
+	__u8 bytes[sizeof(struct mf_group_val)]; /* no bpf_spin_lock: a helper may read it */
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct mf_group_tmpl);
-} tmpl SEC(".maps");
-
-/* Rules, in order; each read under its lock so a rule being rewritten is never seen torn. */
-struct mf_rule_val {
-	struct bpf_spin_lock lock;
-	__u32 _pad;
-	struct mf_rule r;
-};
+	__type(value, struct mf_group_zero);
+} zero_group SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MF_MAX_RULES);
 	__type(key, __u32);
-	__type(value, struct mf_rule_val);
+	__type(value, struct mf_rule);
 } rules SEC(".maps");
+
+/* The rules' sequence count: odd while user space rewrites them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rules_seq SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -111,15 +116,14 @@ struct {
 	__type(value, struct mf_conn);
 } conns SEC(".maps");
 
-/* The application's own setting, by socket fd from user space. */
+/* The application's own setting, by socket fd from user space. BPF_F_CLONE: a setting on a
+ * listening socket is inherited by the connections it accepts. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(map_flags, BPF_F_NO_PREALLOC | BPF_F_CLONE);
 	__type(key, int);
 	__type(value, struct mf_sock_prio);
 } sock_prio SEC(".maps");
-
-_Static_assert(sizeof(struct mf_group_tmpl) == sizeof(struct mf_group_val), "template layout");
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {
@@ -169,7 +173,8 @@ static __always_inline __u64 sock_cgroup_id(struct sock *sk)
 
 /* The connection's key, priority and whether to couple it: the application's own setting, else
  * the first matching rule, else its address pair with priority 1. */
-static __always_inline int classify(struct sock *sk, struct mf_group_key *key, __u32 *prio)
+static __always_inline int classify(struct sock *sk, struct mf_group_key *key, __u32 *prio,
+				    __u8 *handover)
 {
 	struct sock_common *c = &sk->__sk_common;
 	__u8 daddr[16] = {}, saddr[16] = {};
@@ -177,8 +182,8 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
 	__u16 family = c->skc_family;
 	__u16 dport = bpf_ntohs(c->skc_dport);
 	__u64 cgid = 0;
-	__u32 group = 0, uncoupled = 0, i;
-	int got_cgid = 0;
+	__u32 group = 0, uncoupled = 0, rule_prio = 0, i;
+	int got_cgid = 0, attempt, consistent = 0;
 
 	*prio = CCC_PRIORITY_SCALE;
 	if (family == AF_INET) {
@@ -188,38 +193,63 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
 		__builtin_memcpy(daddr, &c->skc_v6_daddr, 16);
 		__builtin_memcpy(saddr, &c->skc_v6_rcv_saddr, 16);
 	}
-	for (i = 0; i < MF_MAX_RULES; i++) {
-		__u32 k = i;
-		struct mf_rule_val *rv = bpf_map_lookup_elem(&rules, &k);
-		struct mf_rule r;
+	for (attempt = 0; attempt < 2; attempt++) {
+		__u32 zero = 0;
+		__u64 *seq = bpf_map_lookup_elem(&rules_seq, &zero), s1, s2;
 
-		if (!rv)
+		if (!seq)
 			break;
-		bpf_spin_lock(&rv->lock);
-		r = rv->r;
-		bpf_spin_unlock(&rv->lock);
-		if (!r.used)
-			break;
-		if (r.family && r.family != family)
-			continue;
-		if (r.prefix_len && !prefix_match(daddr, r.daddr, r.prefix_len > 128 ? 128 : r.prefix_len))
-			continue;
-		if ((r.port_lo || r.port_hi) && (dport < r.port_lo || dport > r.port_hi))
-			continue;
-		if (r.cgroup_id) {
-			if (!got_cgid) {
-				cgid = sock_cgroup_id(sk);
-				got_cgid = 1;
+		s1 = READ_ONCE(*seq);
+		group = 0;
+		uncoupled = 0;
+		rule_prio = 0;
+		if (!(s1 & 1)) {
+			for (i = 0; i < MF_MAX_RULES; i++) {
+				__u32 k = i;
+				struct mf_rule *rp = bpf_map_lookup_elem(&rules, &k);
+				struct mf_rule r;
+
+				if (!rp)
+					break;
+				__builtin_memcpy(&r, rp, sizeof(r));
+				if (!r.used)
+					break;
+				if (r.family && r.family != family)
+					continue;
+				if (r.prefix_len &&
+				    !prefix_match(daddr, r.daddr, r.prefix_len > 128 ? 128 : r.prefix_len))
+					continue;
+				if ((r.port_lo || r.port_hi) && (dport < r.port_lo || dport > r.port_hi))
+					continue;
+				if (r.cgroup_id) {
+					if (!got_cgid) {
+						cgid = sock_cgroup_id(sk);
+						got_cgid = 1;
+					}
+					if (cgid != r.cgroup_id)
+						continue;
+				}
+				group = r.group;
+				uncoupled = r.uncoupled;
+				rule_prio = r.prio_units;
+				break;
 			}
-			if (cgid != r.cgroup_id)
-				continue;
 		}
-		group = r.group;
-		uncoupled = r.uncoupled;
-		if (r.prio_units)
-			*prio = r.prio_units;
-		break;
+		s2 = READ_ONCE(*seq);
+		if (!(s1 & 1) && s1 == s2) {
+			consistent = 1;
+			break;
+		}
 	}
+	if (!consistent) {
+		/* The rules were being rewritten on both reads: no rule (counted). */
+		group = 0;
+		uncoupled = 0;
+		rule_prio = 0;
+		count(MF_ST_RULES_BUSY);
+	}
+	if (rule_prio)
+		*prio = rule_prio;
 	own = bpf_sk_storage_get(&sock_prio, sk, 0, 0);
 	if (own) {
 		if (own->prio_units)
@@ -228,6 +258,8 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
 			group = own->group;
 			uncoupled = 0;
 		}
+		if (own->handover == MF_HANDOVER_ON || own->handover == MF_HANDOVER_OFF)
+			*handover = (__u8)own->handover;
 	}
 	if (*prio > CCC_MAX_PRIO_UNITS)
 		*prio = CCC_MAX_PRIO_UNITS;
@@ -290,50 +322,71 @@ static __always_inline void apply(struct tcp_sock *tp, struct mf_conn *st, __u64
 	st->have_rep = 1;
 }
 
+static __always_inline int same_key(const struct mf_group_key *a, const struct mf_group_key *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	_Static_assert(sizeof(struct mf_group_key) == 40, "key of five words");
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
+}
+
+#define TCP_ESTABLISHED 1
+
 /* Makes (or finds) the group for `key` and registers the connection. Returns 0 when coupled,
  * 1 when it should retry at its next callback, or a negative MF_WHY_* when it runs uncoupled. */
 static __always_inline int join(struct sock *sk, struct mf_conn *st)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct mf_group_val *gv;
-	__u64 cw = 0, ss = 0, gen = 0;
-	int rc, idx = -1, dead = 0;
+	__u64 cw = 0, ss = 0, gen = 0, newgen;
+	int rc = 0, idx = -1, stale = 0, made = 0;
 
 	gv = bpf_map_lookup_elem(&groups, &st->key);
 	if (!gv) {
 		__u32 zero = 0;
-		struct mf_group_tmpl *t = bpf_map_lookup_elem(&tmpl, &zero);
+		struct mf_group_zero *z = bpf_map_lookup_elem(&zero_group, &zero);
 
-		if (!t)
+		if (!z)
 			return -MF_WHY_NO_STORAGE;
-		t->lock = 0;
-		t->dead = 0;
-		t->key = st->key;
-		t->gen = __sync_fetch_and_add(&next_gen, 1);
-		ccc_init(&t->g, cfg_handover ? 1 : 0);
-		ccc_set_max_burst(&t->g, cfg_max_burst_pkts);
-		rc = bpf_map_update_elem(&groups, &st->key, t, BPF_NOEXIST);
-		if (rc == -EEXIST)
-			return 1; /* another connection made it, or an old one is being deleted */
-		if (rc)
+		rc = bpf_map_update_elem(&groups, &st->key, z, BPF_NOEXIST);
+		if (rc && rc != -EEXIST)
 			return -MF_WHY_GROUPS_FULL;
-		count(MF_ST_GROUPS_MADE);
+		made = rc == 0;
+		/* Made here or by a connection that got there first: either way, it is there now. */
 		gv = bpf_map_lookup_elem(&groups, &st->key);
 		if (!gv)
-			return 1; /* deleted at once by a last leaver: try again */
+			return 1;
 	}
+	newgen = __sync_fetch_and_add(&next_gen, 1);
 	bpf_spin_lock(&gv->lock);
-	if (gv->dead) {
-		dead = 1;
+	if (gv->gen == 0) {
+		/* The first joiner initialises the group; it decides the handover setting. */
+		if (st->handover == MF_HANDOVER_ON)
+			ccc_init(&gv->g, 1);
+		else if (st->handover == MF_HANDOVER_OFF)
+			ccc_init(&gv->g, 0);
+		else
+			ccc_init(&gv->g, cfg_handover ? 1 : 0);
+		ccc_set_max_burst(&gv->g, cfg_max_burst_pkts);
+		gv->key = st->key;
+		gv->gen = newgen;
+	}
+	if (!same_key(&gv->key, &st->key)) {
+		/* The element was deleted and its memory reused for another group since the lookup. */
+		stale = 1;
 	} else {
 		gen = gv->gen;
 		rc = ccc_register(&gv->g, st->conn, st->prio_units, tp->snd_cwnd, tp->snd_ssthresh,
 				  &cw, &ss);
-		if (rc == 0)
-			idx = ccc_index(&gv->g, st->conn, gv->g.n - 1);
+		if (rc == 0) {
+			gv->empty_since_ns = 0;
+			idx = ccc_index(&gv->g, st->conn, ccc_n(&gv->g) - 1);
+		}
 	}
 	bpf_spin_unlock(&gv->lock);
-	if (dead)
+	if (made)
+		count(MF_ST_GROUPS_MADE);
+	if (stale)
 		return 1;
 	if (rc == CCC_EFULL)
 		return -MF_WHY_GROUP_FULL;
@@ -371,10 +424,18 @@ static __always_inline void uncouple(struct mf_conn *st, int why)
 	}
 }
 
+/* Joins once the connection is established (its init may run in SYN_SENT when the option is set
+ * during a non-blocking connect; the kernel then sets the initial window at establishment, which
+ * would overwrite an answer given earlier). */
 static __always_inline void try_join(struct sock *sk, struct mf_conn *st)
 {
-	int rc = join(sk, st);
+	int rc;
 
+	if (sk->__sk_common.skc_state != TCP_ESTABLISHED) {
+		st->pending = 1;
+		return;
+	}
+	rc = join(sk, st);
 	if (rc == 0) {
 		st->coupled = 1;
 		st->pending = 0;
@@ -392,10 +453,45 @@ static __always_inline void try_join(struct sock *sk, struct mf_conn *st)
 	}
 }
 
+/* Leaves the group (release, or an init on a socket still in one). */
+static __always_inline void leave_group(struct mf_conn *st)
+{
+	struct mf_group_val *gv;
+	__u64 now = bpf_ktime_get_ns();
+	int rc = 0, lost = 0;
+
+	st->pending = 0;
+	if (!st->coupled)
+		return;
+	st->coupled = 0;
+	gv = bpf_map_lookup_elem(&groups, &st->key);
+	if (!gv) {
+		count(MF_ST_LOST);
+		return;
+	}
+	bpf_spin_lock(&gv->lock);
+	if (gv->gen != st->gen) {
+		lost = 1;
+	} else {
+		rc = ccc_leave_at(&gv->g, st->conn, st->hint);
+		if (ccc_n(&gv->g) == 0) {
+			gv->empty_since_ns = now;
+			count(MF_ST_GROUPS_EMPTIED);
+		}
+	}
+	bpf_spin_unlock(&gv->lock);
+	if (lost)
+		count(MF_ST_LOST);
+	if (rc)
+		count(MF_ST_ERR_LEAVE);
+}
+
 /*
  * Tells the group about this connection when its (cwnd, ssthresh, state) changed since the last
  * report, or always after a timeout, and applies the answer (Coupled::report in the simulator).
- * With nothing changed, a joiner takes the segments other connections' ACKs released to it.
+ * A joiner in handover first takes the segments other connections' ACKs released to it since its
+ * last answer (Coupled::on_release): its window is the released one plus whatever the kernel
+ * changed since, and that is what it reports.
  */
 static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 {
@@ -403,15 +499,18 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 	struct mf_group_val *gv;
 	struct mf_sock_prio *own;
 	struct mf_conn *st;
-	__u64 cw = 0, ss = 0;
-	__u32 cwnd, ssthresh, prio = 0, hint;
-	int state, rc = 2, idx = -1, lost = 0, prio_rc = 0, changed;
+	__u64 cw = 0, ss = 0, cwnd, base, mcwnd = 0;
+	__u32 cwnd0, ssthresh, in_flight, prio = 0, hint;
+	int state, rc = 2, idx = -1, lost = 0, prio_rc = 0, changed, pulled = 0;
 
 	st = bpf_sk_storage_get(&conns, sk, 0, 0);
 	if (!st)
 		return;
-	if (st->pending)
+	if (st->pending) {
+		/* Joining answers this callback (and keeps the verifier's paths apart). */
 		try_join(sk, st);
+		return;
+	}
 	if (!st->coupled)
 		return;
 	gv = bpf_map_lookup_elem(&groups, &st->key);
@@ -422,31 +521,42 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 	own = bpf_sk_storage_get(&sock_prio, sk, 0, 0);
 	if (own && own->prio_units && own->prio_units != st->prio_units)
 		prio = own->prio_units > CCC_MAX_PRIO_UNITS ? CCC_MAX_PRIO_UNITS : own->prio_units;
-	cwnd = tp->snd_cwnd;
+	cwnd0 = tp->snd_cwnd;
 	ssthresh = tp->snd_ssthresh;
+	in_flight = packets_in_flight(tp);
 	state = timeout ? CCC_SS : coupling_state(tp, ca_state);
-	changed = timeout || !st->have_rep || cwnd != st->rep_cwnd || ssthresh != st->rep_ssthresh ||
-		  state != st->rep_state;
 	hint = st->hint;
 
 	bpf_spin_lock(&gv->lock);
 	if (gv->gen != st->gen) {
 		lost = 1;
 	} else {
-		if (prio)
-			prio_rc = ccc_set_priority_at(&gv->g, st->conn, hint, prio);
-		if (changed) {
-			rc = ccc_update_at(&gv->g, st->conn, hint, cwnd, ssthresh, state, timeout,
-					   packets_in_flight(tp), &cw, &ss);
-		} else {
-			idx = ccc_index(&gv->g, st->conn, hint);
-			if (idx >= 0 && gv->g.m[idx & (CCC_MAX_CONNS - 1)].cwnd != st->told_cwnd) {
-				cw = gv->g.m[idx & (CCC_MAX_CONNS - 1)].cwnd;
-				rc = 3;
-			}
+		idx = ccc_index(&gv->g, st->conn, hint);
+		if (idx >= 0) {
+			hint = (__u32)idx;
+			if (prio)
+				prio_rc = ccc_set_priority_idx(&gv->g, idx, prio);
+			mcwnd = gv->g.m[hint & (CCC_MAX_CONNS - 1)].cwnd;
 		}
-		if (idx < 0)
-			idx = ccc_index(&gv->g, st->conn, hint);
+		cwnd = cwnd0;
+		base = st->rep_cwnd;
+		if (idx >= 0 && st->have_rep && mcwnd != st->told_cwnd) {
+			/* Released to it since its last answer: the kernel's own change on top. */
+			__s64 e = (__s64)mcwnd + ((__s64)cwnd0 - (__s64)st->rep_cwnd);
+
+			cwnd = e < 1 ? 1 : (__u64)e;
+			base = mcwnd;
+			pulled = 1;
+		}
+		changed = timeout || !st->have_rep || cwnd != base || ssthresh != st->rep_ssthresh ||
+			  state != st->rep_state;
+		if (changed) {
+			rc = ccc_update_idx(&gv->g, idx, cwnd, ssthresh, state, timeout, in_flight,
+					    &cw, &ss);
+		} else if (pulled) {
+			cw = mcwnd;
+			rc = 3;
+		}
 	}
 	bpf_spin_unlock(&gv->lock);
 
@@ -467,14 +577,16 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 		count(MF_ST_UPDATES);
 		apply(tp, st, cw, ss, state);
 	} else if (rc == 1) {
-		/* In FR: no answer (line 43). */
+		/* In FR: no answer (line 43). A release it did not take is acknowledged. */
 		count(MF_ST_UPDATES);
-		st->rep_cwnd = cwnd;
+		st->rep_cwnd = cwnd0;
 		st->rep_ssthresh = ssthresh;
 		st->rep_state = (__u8)state;
 		st->have_rep = 1;
+		if (idx >= 0)
+			st->told_cwnd = mcwnd > 0xffffffffULL ? 0xffffffffU : (__u32)mcwnd;
 	} else if (rc == 3) {
-		/* A handover release (Coupled::on_release): the window, the threshold stays. */
+		/* A handover release (Coupled::on_release): the window; the threshold stays. */
 		count(MF_ST_PULLS);
 		apply(tp, st, cw, ssthresh, state);
 	} else if (rc < 0) {
@@ -496,10 +608,12 @@ void BPF_PROG(mf_init, struct sock *sk)
 		count(MF_ST_NO_STORAGE);
 		return;
 	}
+	/* An init without a release in between (never expected): leave first, nothing orphaned. */
+	leave_group(st);
 	__builtin_memset(st, 0, sizeof(*st));
 	st->conn = __sync_fetch_and_add(&next_conn_id, 1);
 	st->hint = CCC_NONE;
-	r = classify(sk, &st->key, &st->prio_units);
+	r = classify(sk, &st->key, &st->prio_units, &st->handover);
 	if (r < 0) {
 		uncouple(st, MF_WHY_RULE);
 		return;
@@ -510,37 +624,12 @@ void BPF_PROG(mf_init, struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(mf_release, struct sock *sk)
 {
-	struct mf_group_val *gv;
 	struct mf_conn *st;
-	int rc = 0, empty = 0, lost = 0;
 
 	count(MF_ST_RELEASE);
 	st = bpf_sk_storage_get(&conns, sk, 0, 0);
-	if (!st || !st->coupled)
-		return;
-	st->coupled = 0;
-	gv = bpf_map_lookup_elem(&groups, &st->key);
-	if (!gv) {
-		count(MF_ST_LOST);
-		return;
-	}
-	bpf_spin_lock(&gv->lock);
-	if (gv->gen != st->gen) {
-		lost = 1;
-	} else {
-		rc = ccc_leave_at(&gv->g, st->conn, st->hint);
-		if (gv->g.n == 0) {
-			gv->dead = 1;
-			empty = 1;
-		}
-	}
-	bpf_spin_unlock(&gv->lock);
-	if (lost)
-		count(MF_ST_LOST);
-	if (rc)
-		count(MF_ST_ERR_LEAVE);
-	if (empty && bpf_map_delete_elem(&groups, &st->key) == 0)
-		count(MF_ST_GROUPS_FREED);
+	if (st)
+		leave_group(st);
 }
 
 SEC("struct_ops")
@@ -559,14 +648,29 @@ void BPF_PROG(mf_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 void BPF_PROG(mf_set_state, struct sock *sk, __u8 new_state)
 {
-	/* tcp_enter_loss sets the loss window, then this, on every RTO. */
-	sync(sk, new_state, new_state == TCP_CA_Loss);
+	struct tcp_sock *tp = tcp_sk(sk);
+	int timeout = 0;
+
+	if (new_state == TCP_CA_Loss) {
+		/* tcp_enter_loss sets the loss window (in flight + 1), then this, on every RTO;
+		 * tcp_simple_retransmit (a path MTU drop) enters Loss with no timeout and its window. */
+		timeout = tp->snd_cwnd == packets_in_flight(tp) + 1;
+	} else if (inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery &&
+		   (new_state == TCP_CA_Open || new_state == TCP_CA_Disorder)) {
+		/* Leaving Recovery: tcp_try_undo_recovery sets Open before tcp_end_cwnd_reduction
+		 * sets cwnd = ssthresh, which would overwrite an answer given here; the report is
+		 * made at CA_EVENT_COMPLETE_CWR (or at the next ACK after an undo). */
+		return;
+	}
+	sync(sk, new_state, timeout);
 }
 
 SEC("struct_ops")
 void BPF_PROG(mf_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
-	if (ev == CA_EVENT_COMPLETE_CWR || ev == CA_EVENT_CWND_RESTART)
+	/* The end of a reduction: the kernel has set cwnd = ssthresh. (Not CA_EVENT_CWND_RESTART:
+	 * tcp_cwnd_restart sets the window after the event, overwriting any answer.) */
+	if (ev == CA_EVENT_COMPLETE_CWR)
 		sync(sk, inet_csk(sk)->icsk_ca_state, 0);
 }
 

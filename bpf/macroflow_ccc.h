@@ -22,7 +22,7 @@
 #define MF_WHY_GROUPS_FULL 1 /* no room for a new group in the groups map */
 #define MF_WHY_GROUP_FULL 2  /* its group already holds CCC_MAX_CONNS connections */
 #define MF_WHY_NO_STORAGE 3  /* no socket storage could be made */
-#define MF_WHY_RACE 4        /* its group was being deleted on every attempt */
+#define MF_WHY_RACE 4        /* its group was being made or deleted on every attempt */
 #define MF_WHY_LOST 5        /* its group vanished (never expected; counted) */
 #define MF_WHY_RULE 6        /* a rule says: do not couple */
 
@@ -45,9 +45,10 @@
 #define MF_ST_PULLS 15         /* handover releases a joiner applied to itself */
 #define MF_ST_CLAMPED 16       /* answers held inside [1, snd_cwnd_clamp] */
 #define MF_ST_GROUPS_MADE 17
-#define MF_ST_GROUPS_FREED 18
+#define MF_ST_GROUPS_EMPTIED 18 /* groups whose last member left */
 #define MF_ST_RETRIES 19       /* registration retried after meeting a group being deleted */
 #define MF_ST_PRIO_SET 20      /* priority changes applied from the application's setting */
+#define MF_ST_RULES_BUSY 21    /* connections that found the rules being rewritten (no rule used) */
 #define MF_NSTATS 24
 
 /* The key of a group. */
@@ -62,7 +63,8 @@ struct mf_group_key {
 
 /* A rule: which connections go to which group with which priority. Rules are tried in order
  * (index 0 first) up to the first unused one; the first that matches decides. Every field that is
- * zero matches anything. */
+ * zero matches anything. The list is guarded by a sequence count (`rules_seq`, odd while user
+ * space rewrites it): a reader that sees it change retries once, then uses no rule (counted). */
 struct mf_rule {
 	__u32 used;        /* 0 ends the list */
 	__u32 family;      /* AF_INET, AF_INET6, or 0 */
@@ -82,7 +84,13 @@ struct mf_rule {
 struct mf_sock_prio {
 	__u32 prio_units; /* 0: keep the rule's or the default */
 	__u32 group;      /* 0: keep the rule's or the default; n > 0: group n (before connect only) */
+	__u32 handover;   /* MF_HANDOVER_*: for a group this connection creates (before connect only) */
+	__u32 _pad;
 };
+
+#define MF_HANDOVER_DEFAULT 0 /* the load-time setting */
+#define MF_HANDOVER_ON 1
+#define MF_HANDOVER_OFF 2
 
 /* A connection's own state (socket storage). */
 struct mf_conn {
@@ -100,15 +108,20 @@ struct mf_conn {
 	__u8 why;          /* MF_WHY_* */
 	__u8 pending;      /* registration to retry (its group was being deleted) */
 	__u8 tries;
-	__u8 _pad[6];
+	__u8 handover;     /* MF_HANDOVER_*, for a group it creates */
+	__u8 _pad[5];
 };
 
-/* A group in the groups map: the lock, the core's state, and what status shows. */
+/* A group in the groups map: the lock, the core's state, and what status shows. The program never
+ * deletes a group: an emptied one stays (its sums zero) for the next connection of its key, and
+ * `macroflow linux gc` deletes those empty for a while (a deleted element's memory can be reused
+ * at once, so a deletion racing a joiner must be rare: idle groups only). */
 struct mf_group_val {
 	struct bpf_spin_lock lock;
-	__u32 dead;        /* emptied and about to be deleted: joiners make a new one */
-	struct mf_group_key key;
-	__u64 gen;
+	__u32 _pad;
+	struct mf_group_key key; /* written under the lock by the first joiner (checked by joiners) */
+	__u64 gen;               /* 0 until the first joiner initialises the group under the lock */
+	__u64 empty_since_ns;    /* bpf_ktime_get_ns() when its last member left; 0 while in use */
 	struct ccc_group g;
 };
 

@@ -56,8 +56,12 @@ def _dumbbell(pairs: int = 2, duration: float = 20.0, extra: str = "", flows: st
 
 BAD = [
     ("media flow", _dumbbell(1, flows='[[flows]]\ntype = "media"\npair = 0\n'), r"flows\.0: a media flow"),
-    ("coupling group", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "ccc"\n[[flows]]\ntype = "tcp"\npair = 0\ngroup = "g"\n'),
-     r"groups\.0\.kind = 'ccc'.*BPF ctrlTCP"),
+    ("simulator-only coupler", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "etcp"\n[[flows]]\ntype = "tcp"\npair = 0\ngroup = "g"\n'),
+     r"groups\.0\.kind = 'etcp': the kernel couples connections with ctrlTCP \(macroflow_ccc"),
+    ("coupled cubic", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "ccc"\n[[flows]]\ntype = "tcp"\npair = 0\ngroup = "g"\ncc = "cubic"\n'),
+     r"flows\.0\.cc: a flow of coupled group 'g' runs macroflow_ccc"),
+    ("coupled with linux_cc", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "ccc"\n[[flows]]\ntype = "tcp"\npair = 0\ngroup = "g"\nlinux_cc = "bbr"\n'),
+     r"flows\.0\.linux_cc: a flow of coupled group 'g' runs macroflow_ccc"),
     ("red queue", _dumbbell(1, queue={"kind": "red", "limit_pkts": 83}), r"topology\.queue\.kind = 'red'.*no red"),
     ("wrr queue", _dumbbell(1, queue={"kind": "random_drop", "p": 0.01, "inner": {"kind": "drr", "quantum_bytes": 1500, "limit_pkts": 100}}),
      r"topology\.queue\.inner\.kind = 'drr'"),

@@ -290,6 +290,13 @@ def linux_status(json_: bool = typer.Option(False, "--json", help="print the sta
         typer.echo(ccc.format_status(st))
 
 
+@linux_app.command("gc")
+def linux_gc(min_idle: float = typer.Option(10.0, help="delete groups empty for at least this many seconds")) -> None:
+    """Delete the groups that have been empty for a while (the program keeps emptied groups)."""
+    n = _ccc("gc", min_idle)
+    typer.echo(f"deleted {n} idle group{'s' if n != 1 else ''}")
+
+
 def _ports(ports: Optional[str]):
     if ports is None:
         return None

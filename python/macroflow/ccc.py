@@ -71,6 +71,13 @@ def status() -> Dict[str, Any]:
     return dict(_native._ccc_status())
 
 
+def gc(min_idle_s: float = 10.0) -> int:
+    """Deletes the groups that have been empty for at least ``min_idle_s`` seconds (the program
+    keeps an emptied group for the next connection of its key; the groups map holds 4096);
+    returns how many."""
+    return int(_native._ccc_gc(float(min_idle_s)))
+
+
 def _cgroup_id(cgroup: Union[str, os.PathLike, int, None]) -> Optional[int]:
     if cgroup is None or isinstance(cgroup, int):
         return cgroup
@@ -116,19 +123,23 @@ def use(sock: SockLike) -> None:
             s.close()
 
 
-def set_socket_priority(sock: SockLike, priority: float, group: Optional[int] = None) -> None:
-    """The application's own priority for its socket (and its group, when set before connect):
-    written to the socket's storage in a pinned map, read by the program when the connection
-    starts and at its next report after a change."""
-    _native._ccc_set_socket(_fd(sock), float(priority), group)
+def set_socket_priority(sock: SockLike, priority: float, group: Optional[int] = None,
+                        handover: Optional[bool] = None) -> None:
+    """The application's own priority for its socket (and, set before connect, its group and
+    whether a group it creates uses handover): written to the socket's storage in a pinned map,
+    read by the program when the connection starts and at its next report after a change."""
+    _native._ccc_set_socket(_fd(sock), float(priority), group, handover)
 
 
 def format_status(st: Dict[str, Any]) -> str:
     """``status()`` as text: groups with their members, then the counters that are not zero."""
     lines = []
-    if not st["groups"]:
-        lines.append("no groups (no coupled connection)")
+    if not [g for g in st["groups"] if g["members"]]:
+        lines.append("no coupled connection")
     for g in st["groups"]:
+        if not g["members"]:
+            lines.append(f"{g['name']}: empty for {g['empty_for_s'] or 0:.1f} s (`macroflow linux gc` deletes idle groups)")
+            continue
         lines.append(f"{g['name']}: {len(g['members'])} connections, sum_cwnd {g['sum_cwnd_pkts']} pkts, "
                      f"sum_ssthresh {g['sum_ssthresh_pkts']}, sum of priorities {g['sum_priority']:g}, "
                      f"CoCo {g['coco']}, loss event {g['loss_event']}, reductions {g['reductions']}")

@@ -58,6 +58,13 @@ class LinuxEngineError(ScenarioError):
 #: The kernel's counterpart of each simulator congestion control (a flow's ``cc``); a flow may name
 #: any kernel one with ``linux_cc`` instead.
 KERNEL_CC = {"newreno": "reno", "newreno_abc": "reno", "reno_int": "reno", "cubic": "cubic", "vegas": "vegas"}
+#: ctrlTCP in the kernel (issue 16): the BPF congestion control coupled flows run.
+CCC_NAME = "macroflow_ccc"
+#: Group kinds the kernel runs as macroflow_ccc (ctrlTCP in whole packets: the _int modes'
+#: arithmetic; the float modes differ from it only by rounding).
+CCC_KINDS = frozenset({"ccc", "ccc_handover", "ccc_int", "ccc_handover_int"})
+#: A coupled flow's cc: macroflow_ccc runs the kernel's NewReno per connection.
+RENO_CCS = frozenset({"newreno", "newreno_abc", "reno_int"})
 #: Namespaces a run may create (nodes plus the wire namespace): each costs processes and memory.
 MAX_NODES = 64
 #: The shortest sampling interval the agents keep (they wake once per interval).
@@ -136,6 +143,17 @@ class Pair:
 
 
 @dataclass
+class Seat:
+    """A coupled flow's place: its scenario group (index among the coupled groups), priority,
+    whether the group uses handover, and its priority changes (at_s, priority)."""
+
+    group: int
+    priority: float
+    handover: bool
+    changes: List[Tuple[float, float]] = field(default_factory=list)
+
+
+@dataclass
 class Plan:
     """The testbed of a scenario: nodes (simulator names), links in simulator id order, veth
     pairs, next hops, and each flow's ends."""
@@ -153,6 +171,8 @@ class Plan:
     #: What makes the wires' delay and random loss: "netem" or "delay line" (:func:`check` chooses
     #: from what the kernel has; the plan alone assumes the delay line).
     delay: str = "delay line"
+    #: Coupled TCP flows (scenario flow index -> seat): they run macroflow_ccc.
+    seats: Dict[int, "Seat"] = field(default_factory=dict)
 
     def node_addr(self, n: int) -> str:
         hi, lo = divmod(n + 1, 256)
@@ -270,10 +290,10 @@ def plan(sc: Scenario) -> Plan:
                 f"flows.{i}: a media flow's rate controller runs inside the simulator; the linux engine "
                 f"runs tcp, udp and web flows")
     for i, g in enumerate(sc.groups):
-        if g.couples:
+        if g.couples and g.kind not in CCC_KINDS:
             raise LinuxEngineError(
-                f"groups.{i}.kind = {g.kind!r}: coupling real kernel connections is the BPF ctrlTCP (issue 16), "
-                f"not built yet; the linux engine runs groups of kind 'none' (uncoupled)")
+                f"groups.{i}.kind = {g.kind!r}: the kernel couples connections with ctrlTCP (macroflow_ccc, "
+                f"kinds {sorted(CCC_KINDS)}); {g.kind!r} runs in the simulator only")
     if sc.duration_s > MAX_DURATION_S:
         raise LinuxEngineError(f"duration_s = {sc.duration_s}: the linux engine runs in real time, at most {MAX_DURATION_S:g} s")
     if 0 < sc.sample_interval_s < MIN_SAMPLE_INTERVAL_S:
@@ -288,8 +308,20 @@ def plan(sc: Scenario) -> Plan:
             raise LinuxEngineError(f"topology: link {nodes[l.src]}->{nodes[l.dst]} at {l.rate_bps:g} bit/s; the linux engine "
                                    f"shapes {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} bit/s")
     kernel_cc: Dict[int, str] = {}
+    seats: Dict[int, Seat] = {}
     notes: List[str] = []
+    coupled_groups = [g.name for g in sc.groups if g.couples]
     for i, f in enumerate(sc.flows):
+        g = sc.group(getattr(f, "group", None))
+        if isinstance(f, TcpFlow) and g is not None and g.couples:
+            if f.cc not in RENO_CCS or f.linux_cc not in (None, CCC_NAME):
+                key = "linux_cc" if f.linux_cc not in (None, CCC_NAME) else "cc"
+                raise LinuxEngineError(
+                    f"flows.{i}.{key}: a flow of coupled group {g.name!r} runs macroflow_ccc, ctrlTCP over the kernel's "
+                    f"NewReno: its cc must be one of {sorted(RENO_CCS)} and linux_cc unset")
+            seats[i] = Seat(coupled_groups.index(g.name), f.priority, g.kind in ("ccc_handover", "ccc_handover_int"))
+            kernel_cc[i] = CCC_NAME
+            continue
         if isinstance(f, (TcpFlow, WebFlow)):
             cc = f.linux_cc or KERNEL_CC.get(f.cc)
             if cc is None:
@@ -320,7 +352,14 @@ def plan(sc: Scenario) -> Plan:
         if isinstance(sc.flows[i], (TcpFlow, WebFlow)) and (b, a) not in hops:
             raise LinuxEngineError(f"flows.{i}: no route back from {nodes[b]} to {nodes[a]} for the ACKs")
     notes += _path_notes(nodes, links, pairs, hops, ends, sc)
-    return Plan(nodes, links, pairs, [names[m] for m in measured], hops, ends, kernel_cc, notes)
+    if seats:
+        notes.append("coupled flows run macroflow_ccc (ctrlTCP in the kernel, over the kernel's NewReno): a handover's "
+                     "released segments reach a joiner at its next ACK (a BPF congestion control writes only its own "
+                     "socket), not at the releasing ACK as in the simulator")
+    for c in sc.priority_changes:
+        if c.flow in seats:
+            seats[c.flow].changes.append((c.at_s, c.priority))
+    return Plan(nodes, links, pairs, [names[m] for m in measured], hops, ends, kernel_cc, notes, seats=seats)
 
 
 def _path_notes(nodes: List[str], links: List[Link], pairs: List[Pair], hops: Dict[Tuple[int, int], int],
@@ -459,7 +498,16 @@ def check(sc: Scenario) -> Plan:
     if p.delay == "netem" and any(pr.wired and any(l is not None and l.queue.loss > 0 for l in (pr.ab, pr.ba)) for pr in p.pairs):
         p.notes.append("random loss is netem's, drawn from the kernel's generator: not reproducible from the scenario's seed "
                        "(MACROFLOW_LINUX_DELAY=delayline draws it from the seed)")
+    if p.seats:
+        from macroflow import ccc
+
+        why = ccc.missing()
+        if why and not ccc.is_loaded():
+            raise LinuxEngineError(f"flows.{min(p.seats)}: coupled flows run macroflow_ccc, which cannot be loaded here: "
+                                   + "; ".join(why))
     for i, cc in sorted(p.kernel_cc.items()):
+        if cc == CCC_NAME:
+            continue  # loaded by the run if it is not loaded yet
         if not _cc_available(cc):
             key = "linux_cc" if sc.flows[i].linux_cc else "cc"  # type: ignore[union-attr]
             raise LinuxEngineError(
@@ -642,6 +690,8 @@ class Testbed:
 
     def __init__(self, sc: Scenario, p: Plan, workdir: pathlib.Path):
         self.sc, self.p, self.dir = sc, p, workdir
+        #: Coupled flows: macroflow_ccc's socket map id and each coupled group's number (run()).
+        self.ccc: Optional[Dict[str, Any]] = None
         run = next(_RUNS)
         self.prefix = f"{PREFIX}{os.getpid()}r{run}-"
         self.ns = [f"{self.prefix}n{i}" for i in range(len(p.nodes))]
@@ -814,6 +864,12 @@ class Testbed:
                 if src == n and f.start_s < sc.duration_s:
                     tcp.append({"flow": tcp_ids, "dst": p.node_addr(dst), "port": TCP_PORT, "cc": p.kernel_cc[i],
                                 "start_s": f.start_s, "size_bytes": f.size_bytes, "dscp": f.dscp})
+                    seat = p.seats.get(i)
+                    if seat is not None:
+                        assert self.ccc is not None, "run() sets the groups before the agents start"
+                        tcp[-1]["ccc"] = {"group": self.ccc["groups"][seat.group], "priority": seat.priority,
+                                          "handover": seat.handover,
+                                          "changes": [{"at_s": t, "priority": q} for t, q in seat.changes]}
                 tcp_ids += 1
             elif isinstance(f, UdpFlow):
                 if src == n and f.start_s < sc.duration_s:
@@ -835,6 +891,7 @@ class Testbed:
             "epoch_ns": epoch_ns, "duration_s": sc.duration_s, "sample_interval_s": sc.sample_interval_s,
             "ready_path": str(self.dir / f"agent{n}.ready"), "report_path": str(self.dir / f"agent{n}.report.json"),
             "sink": {"tcp_port": TCP_PORT, "udp_port": UDP_PORT}, "tcp": tcp, "udp": udp, "web": web, "qdiscs": qdiscs,
+            **({"ccc_map_id": self.ccc["map_id"]} if self.ccc is not None and any("ccc" in t for t in tcp) else {}),
         }
 
     def wait_ready(self, deadline_ns: int) -> None:
@@ -972,6 +1029,7 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None, workdi
     try:
         with Testbed(sc, p, tmp) as tb, _CpuMonitor() as cpu:
             t0 = time.monotonic()
+            ccc_before = _ccc_prepare(tb) if p.seats else None
             tb.build()
             setup_s = time.monotonic() - t0
             procs = len(p.nodes) + 1
@@ -1000,12 +1058,62 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None, workdi
             warnings = p.notes + _warnings(busy, reports, dl) + _veth_drops(tb)
             info = {"setup_s": setup_s, "wires": p.delay if any(pr.wired for pr in p.pairs) else None, "cpu_busy_max": max(busy, default=float("nan")),
                     "cpu_busy_mean": sum(busy) / len(busy) if busy else float("nan")}
+            if ccc_before is not None:
+                info["ccc"] = _ccc_finish(tb, ccc_before, warnings)
         if tb.cleanup_errors:
             raise LinuxEngineError("cleanup failed: " + "; ".join(tb.cleanup_errors))
         return _tables(sc, p, reports, dl, warnings, info)
     finally:
         if workdir is None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ccc_prepare(tb: "Testbed") -> Dict[str, Any]:
+    """Coupled flows: loads macroflow_ccc if it is not loaded (and leaves it loaded: other runs
+    may be using it; `macroflow linux unload` removes it), draws a group number per coupled group
+    (random, so concurrent runs do not share groups), and returns the counters before the run."""
+    import secrets
+
+    from macroflow import ccc
+
+    loaded_here = False
+    if not ccc.is_loaded():
+        try:
+            ccc.load()
+            loaded_here = True
+        except RuntimeError as e:
+            if not ccc.is_loaded():  # another run may have loaded it meanwhile
+                raise LinuxEngineError(f"coupled flows need macroflow_ccc: {e}") from e
+    n = 1 + max(s.group for s in tb.p.seats.values())
+    groups: List[int] = []
+    while len(groups) < n:
+        g = 1 + secrets.randbelow(2**31 - 2)
+        if g not in groups:
+            groups.append(g)
+    tb.ccc = {"map_id": int(_native_ccc_map_id()), "groups": groups}
+    return {"stats": ccc.status()["stats"], "loaded_here": loaded_here}
+
+
+def _native_ccc_map_id() -> int:
+    from macroflow import _native
+
+    return _native._ccc_socket_map_id()
+
+
+def _ccc_finish(tb: "Testbed", before: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
+    """The counters' change over the run (other users of macroflow_ccc on this machine count too);
+    a warning for any connection that ran uncoupled or any error of the coupler."""
+    from macroflow import ccc
+
+    after = ccc.status()["stats"]
+    delta = {k: after[k] - before["stats"].get(k, 0) for k in after}
+    uncoupled = {k: v for k, v in delta.items() if k.startswith("uncoupled_") and v}
+    errors = {k: v for k, v in delta.items() if k.startswith("errors_") and v}
+    if uncoupled:
+        warnings.append(f"macroflow_ccc: connections ran uncoupled (plain NewReno) during the run: {uncoupled}")
+    if errors:
+        warnings.append(f"macroflow_ccc: coupler errors during the run: {errors}")
+    return {"loaded_by_run": before["loaded_here"], "groups": tb.ccc["groups"] if tb.ccc else [], "counters": delta}
 
 
 def _veth_drops(tb: "Testbed") -> List[str]:

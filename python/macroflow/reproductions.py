@@ -513,6 +513,204 @@ SVL_WHY: Dict[Tuple[str, str, Optional[str]], str] = {
 SVL_WHY_DEFAULT = "Not yet explained: " + SVL_DIFFERENCES
 
 
+# --- ctrlTCP in the kernel against the simulator (issue 16) ------------------------------------
+
+#: The coupler both engines run: ctrlTCP with ack-clocked handover in whole packets (the kernel's
+#: macroflow_ccc is this arithmetic), over NewReno counting acknowledged segments (the kernel's reno).
+T93L_CCC = "ccc_handover_int"
+T93L_CROSS = ("none", "self_similar")
+T93L_ARMS = ("none", T93L_CCC)
+T93L_CC = "newreno_abc"
+#: Fig. 9.7/9.8: the capacities of the emulation (Fig. 9.8), the long flow (25 Mbit) and the short
+#: one (200 kbit) starting at random in the first and the sixth second.
+T93L_CAPS = (6e6, 8e6, 10e6)
+T93L_HANDOVER_ARMS = ("none", "ccc_int", T93L_CCC)
+T93L_ENGINES = ("sim", "linux")
+
+
+def _t93l_dumbbell(flows: List[Dict[str, Any]], coupling: str, cross: str, seed: int, duration_s: float,
+                   name: str, rate_bps: float = 10e6, sample_s: float = 0.1) -> Dict[str, Any]:
+    for f in flows:
+        f.setdefault("type", "tcp")
+        f.setdefault("pair", 0)
+        f["cc"] = T93L_CC
+        if coupling != "none":
+            f["group"] = "tcp"
+    if cross == "self_similar":
+        flows = flows + [{"type": "udp", "pair": 1, "kind": "self_similar", "load_bps": rate_bps / 2}]
+    return {
+        "name": name, "seed": seed, "duration_s": duration_s, "sample_interval_s": sample_s,
+        "topology": {"kind": "dumbbell", "pairs": 2, "bottleneck_rate_bps": rate_bps, "bottleneck_delay_s": 0.048,
+                     "queue_pkts": 83},
+        "groups": [] if coupling == "none" else [{"name": "tcp", "kind": coupling}],
+        "flows": flows,
+    }
+
+
+def _t93l_parts(seeds: int, duration_s: float) -> List[Part]:
+    parts: List[Part] = []
+    for engine in T93L_ENGINES:
+        def job(params: Dict[str, Any], sc: Dict[str, Any], s: int) -> Job:
+            return Job(params, validate(sc, f"{engine} {params} seed={s}"), engine)
+
+        flows = []
+        for s in range(1, seeds + 1):
+            for cross in T93L_CROSS:
+                for n in FLOW_COUNTS:
+                    for c in T93L_ARMS:
+                        rng = random.Random(s)
+                        fl = [{"start_s": round(rng.uniform(0.0, 1.0), 6)} for _ in range(n)]
+                        flows.append(job({"flows": n, "coupling": c, "cross": cross},
+                                         _t93l_dumbbell(fl, c, cross, s, duration_s, f"t93l-{c}-{n}-{cross}"), s))
+                rng = random.Random(s)
+                flows.append(job({"flows": 1, "coupling": ONE_FLOW, "cross": cross},
+                                 _t93l_dumbbell([{"start_s": round(rng.uniform(0.0, 1.0), 6)}], "none", cross, s, duration_s,
+                                                f"t93l-one-{cross}"), s))
+        prio = []
+        for s in range(1, seeds + 1):
+            for r in PRIORITY_RATIOS:
+                rng = random.Random(s)
+                fl = [{"start_s": round(rng.uniform(0.0, 1.0), 6), "priority": float(r)},
+                      {"start_s": round(rng.uniform(0.0, 1.0), 6), "priority": 1.0}]
+                prio.append(job({"priority_ratio": r}, _t93l_dumbbell(fl, T93L_CCC, "self_similar", s, duration_s,
+                                                                     f"t93l-prio-{r}"), s))
+        fig96 = []
+        for s in range(1, seeds + 1):
+            # Fig. 9.6: priorities 0.75 and 0.25; connection 1 from 3 s, connection 2 from 30 s; both
+            # until 85 s (the figure's interval in which they coexist).
+            fl = [{"start_s": 3.0, "priority": 0.75}, {"start_s": 30.0, "priority": 0.25}]
+            fig96.append(job({"case": "0.75/0.25"}, _t93l_dumbbell(fl, T93L_CCC, "none", s, 85.0, "t93l-fig96"), s))
+        ho = []
+        for s in range(1, seeds + 1):
+            for cap in T93L_CAPS:
+                for c in T93L_HANDOVER_ARMS:
+                    rng = random.Random(s)
+                    fl = [{"start_s": round(rng.uniform(0.0, 1.0), 6), "size_bytes": 25_000_000 // 8},
+                          {"start_s": round(5.0 + rng.uniform(0.0, 1.0), 6), "size_bytes": 200_000 // 8}]
+                    ho.append(job({"capacity_bps": cap, "coupling": c},
+                                  _t93l_dumbbell(fl, c, "none", s, 20.0, f"t93l-ho-{c}-{cap / 1e6:g}mbps", rate_bps=cap), s))
+        where = "the simulator" if engine == "sim" else "kernel TCP with macroflow_ccc (the linux engine)"
+        parts += [
+            Part(f"{engine}-flows", f"N reno flows uncoupled and coupled, and one flow alone, with and without 50 % "
+                 f"self-similar cross traffic: {where} (Figs. 9.9-9.11)", flows,
+                 {"flows": list(FLOW_COUNTS), "coupling": list(T93L_ARMS) + [ONE_FLOW], "cross": list(T93L_CROSS)},
+                 figures=[{"kind": "arms", "x": "flows", "xlabel": "number of flows", "arm": "coupling",
+                           "arms": list(T93L_ARMS), "reference": ONE_FLOW, "metrics": ["mean_rtt_s", "loss_ratio",
+                           "tcp_goodput_bps", "jain_tcp"], "no_reference": ["jain_tcp"], "where": {"cross": "self_similar"}}]),
+            Part(f"{engine}-priority", f"Two coupled flows with priority ratio r:1: {where} (Fig. 9.12)", prio,
+                 {"priority_ratio": list(PRIORITY_RATIOS)},
+                 figures=[{"kind": "share", "x": "priority_ratio", "xlabel": "priority ratio r (P1:P2 = r:1)", "flow": 0,
+                           "label": f"flow 1 ({engine})", "ideal_label": "ideal r/(r+1)",
+                           "ideal": [[r, r / (r + 1)] for r in PRIORITY_RATIOS]}]),
+            Part(f"{engine}-fig96", f"Priorities 0.75 and 0.25, the second connection joining at 30 s: {where} "
+                 f"(Fig. 9.6)", fig96, {"case": ["0.75/0.25"]}),
+            Part(f"{engine}-handover", f"A 200 kbit flow joining a 25 Mbit flow: {where} (Figs. 9.7, 9.8)", ho,
+                 {"capacity_bps": list(T93L_CAPS), "coupling": list(T93L_HANDOVER_ARMS)}),
+        ]
+    return parts
+
+
+def _corr(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(a) < 3 or len(a) != len(b):
+        return float("nan")
+    try:
+        return statistics.correlation(a, b)
+    except (statistics.StatisticsError, ZeroDivisionError):
+        return float("nan")
+
+
+def _t93l_checks(runs: Mapping[str, List[Dict[str, Any]]]) -> List[Check]:
+    """Kernel TCP with macroflow_ccc against the source's directions and ideals (counted), each row
+    with the simulator's figure for the same scenario beside it."""
+    out: List[Check] = []
+
+    def samples(part: str, metric: str, **params: Any) -> Samples:
+        return sorted((int(r["seed"]), float(r["summary"].get(metric, float("nan")))) for r in _by(runs[part], **params))
+
+    def both(metric: str, part: str, **params: Any) -> Tuple[Samples, Samples]:
+        return samples(f"linux-{part}", metric, **params), samples(f"sim-{part}", metric, **params)
+
+    def beside(fmt: Callable[[float], str], lx: Samples, sm: Samples) -> str:
+        return f"linux {fmt(_mean(_values(lx)))} (sim {fmt(_mean(_values(sm)))})"
+
+    for cross in T93L_CROSS:
+        cw = "50 % self-similar" if cross == "self_similar" else "no cross traffic"
+        for metric, name, fmt in (("mean_rtt_s", "mean RTT (Fig. 9.9)", _ms), ("loss_ratio", "loss ratio (Fig. 9.11)", _pct)):
+            for n in FLOW_COUNTS:
+                cl, cs = both(metric, "flows", flows=n, coupling=T93L_CCC, cross=cross)
+                ul, us = both(metric, "flows", flows=n, coupling="none", cross=cross)
+                c, u = _mean(_values(cl)), _mean(_values(ul))
+                ok = c < u
+                note = _versus("coupled", cl, "uncoupled", ul, fmt) + f" Simulator: coupled {fmt(_mean(_values(cs)))}, " \
+                    f"uncoupled {fmt(_mean(_values(us)))}."
+                out.append(Check(f"{n} flows, {cw}: {name}", "coupled < uncoupled (kernel TCP)",
+                                 f"{beside(fmt, cl, cs)} vs {beside(fmt, ul, us)}", ok, note))
+        for n in FLOW_COUNTS:
+            cl, cs = both("tcp_goodput_bps", "flows", flows=n, coupling=T93L_CCC, cross=cross)
+            ol, os_ = both("tcp_goodput_bps", "flows", flows=1, coupling=ONE_FLOW, cross=cross)
+            c, o = _mean(_values(cl)), _mean(_values(ol))
+            rel = _rel(c, o)
+            ok = abs(rel) <= 0.05
+            note = _versus("coupled", cl, "one flow", ol, _mbps) + f" Simulator: {_rel(_mean(_values(cs)), _mean(_values(os_))):+.1%}."
+            if not ok and rel < 0:
+                note = "Coupled flows are meant to be as aggressive as one reno flow. " + WHY_DELAYED_ACKS + note
+            out.append(Check(f"{n} flows, {cw}: aggregate goodput, coupled vs one reno flow (Fig. 9.10)",
+                             "within 5 %", f"{beside(_mbps, cl, cs)} vs one flow {beside(_mbps, ol, os_)} ({rel:+.1%})", ok, note))
+    for r in PRIORITY_RATIOS:
+        got: Dict[str, Samples] = {}
+        for engine in T93L_ENGINES:
+            xs: Samples = []
+            for run in _by(runs[f"{engine}-priority"], priority_ratio=r):
+                g = load_results(run["path"])["flows"].column("goodput_bps").to_pylist()
+                xs.append((int(run["seed"]), g[0] / g[1] if g[1] > 0 else float("nan")))
+            got[engine] = sorted(xs)
+        lx, sm = _mean(_values(got["linux"])), _mean(_values(got["sim"]))
+        ok = abs(lx - r) <= 0.05 * r
+        out.append(Check(f"priority {r}:1: throughput ratio of the two flows (Fig. 9.12)", f"{r} +- 5 %",
+                         f"linux {lx:.2f} (sim {sm:.2f})", ok, f"Over seeds (linux): {_range(got['linux'], lambda x: f'{x:.2f}')}."))
+    shares: Dict[str, List[float]] = {"linux": [], "sim": []}
+    corrs: Dict[str, List[float]] = {"linux": [], "sim": []}
+    for engine in T93L_ENGINES:
+        for run in runs[f"{engine}-fig96"]:
+            t = load_results(run["path"])["flow_samples"].to_pydict()
+            by: Dict[int, Dict[float, float]] = {0: {}, 1: {}}
+            for ts, f, w in zip(t["t_s"], t["flow"], t["cwnd_pkts"]):
+                if f in by and 35.0 <= ts <= 84.0 and w is not None:
+                    by[f][round(ts, 3)] = float(w)
+            common = sorted(set(by[0]) & set(by[1]))
+            a, b = [by[0][x] for x in common], [by[1][x] for x in common]
+            if common:
+                shares[engine].append(sum(a) / (sum(a) + sum(b)))
+                corrs[engine].append(_corr(a, b))
+    sl, ss = _mean(shares["linux"]), _mean(shares["sim"])
+    out.append(Check("0.75/0.25: connection 1's share of the aggregate cwnd while both run (Fig. 9.6)", "0.75 +- 0.05",
+                     f"linux {sl:.3f} (sim {ss:.3f})", abs(sl - 0.75) <= 0.05,
+                     "Mean of cwnd samples from 35 s (5 s after connection 2 joins) to 84 s."))
+    cl, cs = _mean(corrs["linux"]), _mean(corrs["sim"])
+    out.append(Check("0.75/0.25: the two windows move together (Fig. 9.6)", "correlation of the cwnd samples >= 0.8",
+                     f"linux {cl:.3f} (sim {cs:.3f})", cl >= 0.8,
+                     "Pearson correlation of the two connections' cwnd sampled every 0.1 s from 35 s to 84 s: ctrlTCP "
+                     "sets each window to its share of one aggregate, so they rise and fall together."))
+    for cap in T93L_CAPS:
+        fct: Dict[Tuple[str, str], Samples] = {}
+        for engine in T93L_ENGINES:
+            for c in T93L_HANDOVER_ARMS:
+                xs = []
+                for run in _by(runs[f"{engine}-handover"], capacity_bps=cap, coupling=c):
+                    v = load_results(run["path"])["flows"].column("fct_s").to_pylist()[1]
+                    xs.append((int(run["seed"]), float("nan") if v is None else float(v)))
+                fct[(engine, c)] = sorted(xs)
+        h, u = _mean(_values(fct[("linux", T93L_CCC)])), _mean(_values(fct[("linux", "none")]))
+        nh = _mean(_values(fct[("linux", "ccc_int")]))
+        sim = {c: _mean(_values(fct[("sim", c)])) for c in T93L_HANDOVER_ARMS}
+        out.append(Check(f"{cap / 1e6:g} Mbit/s: the 200 kbit flow's completion time, handover vs uncoupled (Figs. 9.7, 9.8)",
+                         "handover < uncoupled (kernel TCP)",
+                         f"linux {h:.3f} s vs {u:.3f} s (sim {sim[T93L_CCC]:.3f} vs {sim['none']:.3f} s)", h < u,
+                         f"Coupled without handover: linux {nh:.3f} s, sim {sim['ccc_int']:.3f} s. "
+                         + _versus("handover", fct[("linux", T93L_CCC)], "uncoupled", fct[("linux", "none")], lambda x: f"{x:.3f} s")))
+    return out
+
+
 REPRODUCTIONS: Dict[str, Reproduction] = {
     "coupled-vs-uncoupled": Reproduction(
         name="coupled-vs-uncoupled",
@@ -549,6 +747,30 @@ REPRODUCTIONS: Dict[str, Reproduction] = {
         figures=[{"kind": "parts", "title": "The simulator against Linux (reno flows)", "parts": ["sim", "linux"], "by": "cross",
                   "values": list(SVL_CROSS), "x": "flows", "xlabel": "number of reno flows", "metrics": list(SVL_METRICS),
                   "where": {"cc": "reno"}}],
+    ),
+    "thesis-9.3-linux": Reproduction(
+        name="thesis-9.3-linux",
+        title="ctrlTCP on real kernel TCP (macroflow_ccc) against the simulator: seed 003 Figs. 9.6, 9.7-9.12",
+        source="Seed 003, Chapter 9, section 9.3 (" + CLAIM_RESULTS + "; Fig. 9.6: priorities 0.75/0.25 give "
+        "3/4 and 1/4 of the aggregate cwnd and the flows 'increase and decrease their cwnds at the same time'; "
+        "Figs. 9.7/9.8: ctrlTCP with ack-clocking shortens the short flow's completion time; Fig. 9.12: shares "
+        "'close to the ideal behaviour'), emulated there on a patched FreeBSD kernel, here on a stock Linux kernel.",
+        description="The dissertation's dumbbell (10 Mbit/s, 100 ms RTT, 83 packets) on both engines with the same "
+        "scenario files: kernel reno connections coupled by the BPF congestion control macroflow_ccc (ctrlTCP with "
+        "handover in whole packets) on the linux engine, and newreno_abc coupled by ccc_handover_int in the simulator. "
+        "N = 2..10 flows uncoupled and coupled, and one flow alone, with and without 50 % self-similar UDP; two "
+        "coupled flows with priority ratios 1..5; Fig. 9.6's 0.75/0.25 case; Fig. 9.7/9.8's 200 kbit flow joining a "
+        "25 Mbit flow at 6, 8 and 10 Mbit/s, uncoupled, coupled without and with handover. Every check is on kernel "
+        "TCP, with the simulator's figure for the same scenario beside it. One difference of the kernel port: a "
+        "handover's released segments reach the joiner at its own next ACK.",
+        parts=_t93l_parts,
+        checks=_t93l_checks,
+        seeds=3,
+        duration_s=60.0,
+        quick_seeds=1,
+        quick_duration_s=30.0,
+        labels={"none": "uncoupled", T93L_CCC: "ctrlTCP", "ccc_int": "ctrlTCP without handover", ONE_FLOW: "one flow",
+                "self_similar": "50 % self-similar"},
     ),
     "fire-hose": Reproduction(
         name="fire-hose",

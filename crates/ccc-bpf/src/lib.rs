@@ -133,9 +133,12 @@ pub struct Group {
 #[derive(Clone, Copy, Debug)]
 pub struct GroupVal {
     pub lock: u32,
-    pub dead: u32,
+    pub _pad: u32,
     pub key: GroupKey,
+    /// 0 until its first connection initialises it.
     pub gen: u64,
+    /// CLOCK_MONOTONIC ns when its last member left; 0 while in use.
+    pub empty_since_ns: u64,
     pub g: Group,
 }
 
@@ -156,21 +159,14 @@ pub struct RawRule {
     pub _pad: u32,
 }
 
-/// `struct mf_rule_val`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct RuleVal {
-    lock: u32,
-    _pad: u32,
-    r: RawRule,
-}
-
 /// `struct mf_sock_prio`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct SockPrio {
     prio_units: u32,
     group: u32,
+    handover: u32,
+    _pad: u32,
 }
 
 /// `struct mf_conn` (only its size is checked here: user space never writes it).
@@ -179,7 +175,7 @@ const CONN_SIZE: usize = 88;
 const NSTATS: usize = 24;
 
 /// The counters' names, by index (MF_ST_* in bpf/macroflow_ccc.h).
-pub const STAT_NAMES: [&str; 21] = [
+pub const STAT_NAMES: [&str; 22] = [
     "connections_started",
     "connections_coupled",
     "connections_released",
@@ -198,9 +194,10 @@ pub const STAT_NAMES: [&str; 21] = [
     "handover_pulls",
     "answers_clamped",
     "groups_made",
-    "groups_freed",
+    "groups_emptied",
     "registration_retries",
     "priorities_set",
+    "rules_busy",
 ];
 
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
@@ -314,11 +311,18 @@ impl Default for LoadOptions {
 #[derive(Clone, Debug)]
 pub struct Loaded {
     pub pin_dir: PathBuf,
-    /// Instructions the verifier accepted, by operation.
+    /// Instructions the verifier walked, by operation (0 where the kernel does not say).
     pub programs: Vec<(String, usize)>,
 }
 
-const MAP_PINS: [&str; 5] = ["groups", "rules", "conns", "sock_prio", "stats"];
+const MAP_PINS: [&str; 6] = [
+    "groups",
+    "rules",
+    "rules_seq",
+    "conns",
+    "sock_prio",
+    "stats",
+];
 
 /// Loads and registers `macroflow_ccc`; see the module comment.
 pub fn load(opts: &LoadOptions) -> Result<Loaded> {
@@ -335,6 +339,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded> {
             "{CC_NAME} is already loaded (pinned at {}); `macroflow linux unload` first",
             opts.pin_dir.display()
         ));
+    }
+    // Pins without a link: a load or unload that was interrupted; they would block this one.
+    if opts.pin_dir.exists() {
+        remove_pins(&opts.pin_dir);
     }
     if available().iter().any(|c| c == CC_NAME) {
         return err(format!(
@@ -372,9 +380,10 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
     let mut sk = open
         .load()
         .map_err(|e| bpf_err("loading (the verifier's log is above)", e))?;
-    let sizes: [(&dyn MapCore, usize, &str); 4] = [
+    let sizes: [(&dyn MapCore, usize, &str); 5] = [
         (&sk.maps.groups, size_of::<GroupVal>(), "groups"),
-        (&sk.maps.rules, size_of::<RuleVal>(), "rules"),
+        (&sk.maps.rules, size_of::<RawRule>(), "rules"),
+        (&sk.maps.rules_seq, 8, "rules_seq"),
         (&sk.maps.conns, CONN_SIZE, "conns"),
         (&sk.maps.sock_prio, size_of::<SockPrio>(), "sock_prio"),
     ];
@@ -386,12 +395,24 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
             ));
         }
     }
+    // The instructions the verifier walked for each (its budget is 1M per program): read from
+    // the program's fdinfo.
     let programs = sk
         .object()
         .progs()
         .map(|p| {
+            use std::os::fd::{AsFd, AsRawFd};
             let n = p.name().to_string_lossy().into_owned();
-            (n, p.insn_cnt())
+            let fd = p.as_fd().as_raw_fd();
+            let walked = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("verified_insns:"))
+                        .and_then(|v| v.trim().parse().ok())
+                })
+                .unwrap_or(0);
+            (n, walked)
         })
         .collect();
     let mut link = sk
@@ -406,6 +427,7 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
         let p = |e| bpf_err("pinning", e);
         sk.maps.groups.pin(d.join("groups")).map_err(p)?;
         sk.maps.rules.pin(d.join("rules")).map_err(p)?;
+        sk.maps.rules_seq.pin(d.join("rules_seq")).map_err(p)?;
         sk.maps.conns.pin(d.join("conns")).map_err(p)?;
         sk.maps.sock_prio.pin(d.join("sock_prio")).map_err(p)?;
         sk.maps.bss.pin(d.join("stats")).map_err(p)?;
@@ -509,6 +531,8 @@ pub struct GroupView {
     pub members: Vec<MemberView>,
     /// The group's own counts checked against its members (empty: consistent).
     pub inconsistencies: Vec<String>,
+    /// Seconds since its last member left (None while it has members).
+    pub empty_for_s: Option<f64>,
     pub raw: GroupVal,
 }
 
@@ -591,7 +615,7 @@ pub fn check_group(g: &Group) -> Vec<String> {
     bad
 }
 
-fn view(key: GroupKey, v: GroupVal) -> GroupView {
+fn view(key: GroupKey, v: GroupVal, now_ns: u64) -> GroupView {
     let g = &v.g;
     let n = (g.n as usize).min(MAX_CONNS);
     let name = if key.kind == 1 {
@@ -637,19 +661,19 @@ fn view(key: GroupKey, v: GroupVal) -> GroupView {
         handovers: g.n_handovers,
         members,
         inconsistencies: check_group(g),
+        empty_for_s: (g.n == 0 && v.empty_since_ns != 0)
+            .then(|| now_ns.saturating_sub(v.empty_since_ns) as f64 / 1e9),
         raw: v,
     }
 }
 
-/// The groups (each read under its lock), the counters and the rules.
-pub fn status(pin_dir: &Path) -> Result<Status> {
-    let groups_map = open_pinned(pin_dir, "groups", size_of::<GroupVal>())?;
-    let stats_map = MapHandle::from_pinned_path(pin_dir.join("stats"))
-        .map_err(|e| bpf_err("opening the counters", e))?;
-    let mut groups = Vec::new();
-    for k in groups_map.keys() {
-        // A group deleted since the key was listed is skipped: it left.
-        let Some(v) = groups_map
+/// Every initialised group with its value, each read under its lock, once per key (a key listed
+/// twice by a walk that restarted after a deletion is shown once).
+fn read_groups(m: &MapHandle) -> Result<Vec<(GroupKey, GroupVal)>> {
+    let mut out: Vec<(GroupKey, GroupVal)> = Vec::new();
+    for k in m.keys() {
+        // A group deleted since the key was listed is skipped.
+        let Some(v) = m
             .lookup(&k, MapFlags::LOCK)
             .map_err(|e| bpf_err("reading a group", e))?
         else {
@@ -657,11 +681,32 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         };
         let key: GroupKey = from_bytes(&k)?;
         let v: GroupVal = from_bytes(&v)?;
-        if v.dead != 0 {
-            continue;
+        if v.gen == 0 || out.iter().any(|(k2, _)| *k2 == key) {
+            continue; // not yet initialised by its first connection, or seen already
         }
-        groups.push(view(key, v));
+        out.push((key, v));
     }
+    Ok(out)
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of the program's bpf_ktime_get_ns().
+fn monotonic_ns() -> u64 {
+    // SAFETY: a zeroed timespec is a valid out-parameter.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// The groups (each read under its lock; empty ones included), the counters and the rules.
+pub fn status(pin_dir: &Path) -> Result<Status> {
+    let groups_map = open_pinned(pin_dir, "groups", size_of::<GroupVal>())?;
+    let stats_map = MapHandle::from_pinned_path(pin_dir.join("stats"))
+        .map_err(|e| bpf_err("opening the counters", e))?;
+    let now = monotonic_ns();
+    let mut groups: Vec<GroupView> = read_groups(&groups_map)?
+        .into_iter()
+        .map(|(k, v)| view(k, v, now))
+        .collect();
     groups.sort_by(|a, b| a.name.cmp(&b.name));
     let raw = stats_map
         .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
@@ -687,6 +732,31 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         stats,
         rules: rules(pin_dir)?,
     })
+}
+
+/// Deletes the groups that have been empty for at least `min_idle_s` seconds; returns how many.
+/// The program never deletes a group (a deleted element's memory may be reused at once, under a
+/// connection that has just looked it up); a group idle for seconds has no such connection.
+pub fn gc(pin_dir: &Path, min_idle_s: f64) -> Result<usize> {
+    if !(min_idle_s.is_finite() && min_idle_s >= 1.0) {
+        return err(format!(
+            "min_idle_s must be at least 1 second, got {min_idle_s}"
+        ));
+    }
+    let m = open_pinned(pin_dir, "groups", size_of::<GroupVal>())?;
+    let now = monotonic_ns();
+    let idle_ns = (min_idle_s * 1e9) as u64;
+    let mut deleted = 0;
+    for (key, v) in read_groups(&m)? {
+        if v.g.n == 0 && v.empty_since_ns != 0 && now.saturating_sub(v.empty_since_ns) >= idle_ns {
+            match m.delete(as_bytes(&key)) {
+                Ok(()) => deleted += 1,
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+                Err(e) => return Err(bpf_err("deleting an idle group", e)),
+            }
+        }
+    }
+    Ok(deleted)
 }
 
 // ---- Rules ------------------------------------------------------------------------------------
@@ -791,83 +861,226 @@ fn raw_rules(m: &MapHandle) -> Result<Vec<RawRule>> {
     let mut out = Vec::new();
     for i in 0..MAX_RULES as u32 {
         let v = m
-            .lookup(&i.to_ne_bytes(), MapFlags::LOCK)
+            .lookup(&i.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| bpf_err("reading a rule", e))?
             .unwrap_or_default();
-        let rv: RuleVal = from_bytes(&v)?;
-        if rv.r.used == 0 {
+        let r: RawRule = from_bytes(&v)?;
+        if r.used == 0 {
             break;
         }
-        out.push(rv.r);
+        out.push(r);
     }
     Ok(out)
 }
 
-fn write_rule(m: &MapHandle, i: usize, r: &RawRule) -> Result<()> {
-    let v = RuleVal {
-        r: *r,
-        ..RuleVal::default()
-    };
-    m.update(&(i as u32).to_ne_bytes(), as_bytes(&v), MapFlags::LOCK)
-        .map_err(|e| bpf_err("writing a rule", e))
+/// The rules map, its sequence count, and an exclusive lock between writers (flock on a file next
+/// to the pins' directory: two `rule add` at once must not write the same slot).
+struct RulesWriter {
+    rules: MapHandle,
+    seq: MapHandle,
+    _lock: std::fs::File,
+}
+
+impl RulesWriter {
+    fn open(pin_dir: &Path) -> Result<RulesWriter> {
+        let rules = open_pinned(pin_dir, "rules", size_of::<RawRule>())?;
+        let seq = open_pinned(pin_dir, "rules_seq", 8)?;
+        let path = std::env::temp_dir().join("macroflow_ccc.rules.lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error(format!("opening {}: {e}", path.display())))?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid descriptor; blocks until the other writer is done.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return err(format!(
+                "locking {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(RulesWriter {
+            rules,
+            seq,
+            _lock: f,
+        })
+    }
+
+    fn bump(&self) -> Result<()> {
+        let z = 0u32.to_ne_bytes();
+        let v = self
+            .seq
+            .lookup(&z, MapFlags::ANY)
+            .map_err(|e| bpf_err("reading the rules' sequence count", e))?
+            .unwrap_or_else(|| vec![0; 8]);
+        let n = u64::from_ne_bytes(v[..8].try_into().unwrap()) + 1;
+        self.seq
+            .update(&z, &n.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| bpf_err("writing the rules' sequence count", e))
+    }
+
+    /// Rewrites slots `from..` with `list[from..]` and clears the rest up to `old_len`, between
+    /// two increments of the sequence count (odd meanwhile: connections starting then retry).
+    fn write(&self, list: &[RawRule], from: usize, old_len: usize) -> Result<()> {
+        self.bump()?;
+        let mut r = Ok(());
+        for i in from..list.len().max(old_len) {
+            let v = list.get(i).copied().unwrap_or_default();
+            r = self
+                .rules
+                .update(&(i as u32).to_ne_bytes(), as_bytes(&v), MapFlags::ANY)
+                .map_err(|e| bpf_err("writing a rule", e));
+            if r.is_err() {
+                break;
+            }
+        }
+        self.bump()?;
+        r
+    }
 }
 
 /// The rules, in the order they are tried.
 pub fn rules(pin_dir: &Path) -> Result<Vec<Rule>> {
-    let m = open_pinned(pin_dir, "rules", size_of::<RuleVal>())?;
+    let m = open_pinned(pin_dir, "rules", size_of::<RawRule>())?;
     Ok(raw_rules(&m)?.iter().map(Rule::from_raw).collect())
 }
 
 /// Appends a rule (tried after the existing ones); returns its index.
 pub fn rule_add(pin_dir: &Path, rule: &Rule) -> Result<usize> {
     let raw = rule.to_raw()?;
-    let m = open_pinned(pin_dir, "rules", size_of::<RuleVal>())?;
-    let n = raw_rules(&m)?.len();
+    let w = RulesWriter::open(pin_dir)?;
+    let mut list = raw_rules(&w.rules)?;
+    let n = list.len();
     if n >= MAX_RULES {
         return err(format!("the rules map is full ({MAX_RULES} rules)"));
     }
-    write_rule(&m, n, &raw)?;
+    list.push(raw);
+    w.write(&list, n, n)?;
     Ok(n)
 }
 
-/// Deletes rule `index`; the ones after it move up. Each slot is rewritten under its lock, from
-/// the front, so a connection starting meanwhile sees the old list or the new one, never a rule
-/// twice in a way that changes which one matches first.
+/// Deletes rule `index`; the ones after it move up (connections starting meanwhile see the old
+/// list or the new one: the sequence count).
 pub fn rule_del(pin_dir: &Path, index: usize) -> Result<Rule> {
-    let m = open_pinned(pin_dir, "rules", size_of::<RuleVal>())?;
-    let list = raw_rules(&m)?;
-    let Some(gone) = list.get(index).copied() else {
+    let w = RulesWriter::open(pin_dir)?;
+    let mut list = raw_rules(&w.rules)?;
+    let old_len = list.len();
+    if index >= old_len {
         return err(format!(
-            "no rule {index} (there are {}: 0..{})",
-            list.len(),
-            list.len()
+            "no rule {index} (there are {old_len}: 0..{old_len})"
         ));
-    };
-    for i in index..list.len() - 1 {
-        write_rule(&m, i, &list[i + 1])?;
     }
-    write_rule(&m, list.len() - 1, &RawRule::default())?;
+    let gone = list.remove(index);
+    w.write(&list, index, old_len)?;
     Ok(Rule::from_raw(&gone))
 }
 
 // ---- A socket's own setting -------------------------------------------------------------------
 
+/// A socket's own setting (`struct mf_sock_prio`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SocketSetting {
+    pub priority: f64,
+    /// Its group (read when the connection starts): None for the rules' or the address pair's.
+    pub group: Option<u32>,
+    /// Handover for a group this connection creates: None for the load-time setting.
+    pub handover: Option<bool>,
+}
+
+impl SocketSetting {
+    fn to_raw(self) -> Result<SockPrio> {
+        Ok(SockPrio {
+            prio_units: prio_units(self.priority)?,
+            group: match self.group {
+                Some(0) => return err("group numbers start at 1"),
+                Some(g) => g,
+                None => 0,
+            },
+            handover: match self.handover {
+                None => 0,
+                Some(true) => 1,
+                Some(false) => 2,
+            },
+            _pad: 0,
+        })
+    }
+}
+
 /// Sets the priority (and, before connect, the group) of the caller's socket `fd`: written to
 /// the socket's storage in the `sock_prio` map, which the program reads when the connection
 /// starts and at each of its reports (a priority change applies from the next one). No
 /// `bpf_setsockopt` and no privilege beyond access to the pinned map.
-pub fn set_socket(pin_dir: &Path, fd: i32, priority: f64, group: Option<u32>) -> Result<()> {
-    let v = SockPrio {
-        prio_units: prio_units(priority)?,
-        group: match group {
-            Some(0) => return err("group numbers start at 1"),
-            Some(g) => g,
-            None => 0,
-        },
-    };
+pub fn set_socket(pin_dir: &Path, fd: i32, setting: SocketSetting) -> Result<()> {
+    let v = setting.to_raw()?;
+    check_tcp(fd)?;
     let m = open_pinned(pin_dir, "sock_prio", size_of::<SockPrio>())?;
-    m.update(&fd.to_ne_bytes(), as_bytes(&v), MapFlags::ANY)
+    set_socket_in(&m, fd, &v)
+}
+
+fn set_socket_in(m: &MapHandle, fd: i32, v: &SockPrio) -> Result<()> {
+    m.update(&fd.to_ne_bytes(), as_bytes(v), MapFlags::ANY)
         .map_err(|e| bpf_err(&format!("setting the priority of socket fd {fd}"), e))
+}
+
+/// The `sock_prio` map by id, for a process that cannot see /sys/fs/bpf (`ip netns exec`
+/// remounts /sys): the Linux engine's agents get the id from the orchestrator.
+pub struct SocketMap(MapHandle);
+
+impl SocketMap {
+    /// The id of the loaded program's `sock_prio` map.
+    pub fn id(pin_dir: &Path) -> Result<u32> {
+        let m = open_pinned(pin_dir, "sock_prio", size_of::<SockPrio>())?;
+        let info = m
+            .info()
+            .map_err(|e| bpf_err("reading the sock_prio map's id", e))?;
+        Ok(info.info.id)
+    }
+
+    pub fn open(id: u32) -> Result<SocketMap> {
+        let m = MapHandle::from_map_id(id)
+            .map_err(|e| bpf_err(&format!("opening BPF map id {id}"), e))?;
+        if m.value_size() as usize != size_of::<SockPrio>() {
+            return err(format!(
+                "BPF map id {id} is not macroflow_ccc's sock_prio map (value of {} bytes)",
+                m.value_size()
+            ));
+        }
+        Ok(SocketMap(m))
+    }
+
+    pub fn set(&self, fd: i32, setting: SocketSetting) -> Result<()> {
+        let v = setting.to_raw()?;
+        check_tcp(fd)?;
+        set_socket_in(&self.0, fd, &v)
+    }
+}
+
+/// A setting is for a TCP socket (the map would take any socket, and nothing would read it).
+fn check_tcp(fd: i32) -> Result<()> {
+    let mut proto: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: an int out-parameter with its length.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PROTOCOL,
+            (&mut proto as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return err(format!(
+            "fd {fd} is not a socket: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if proto != libc::IPPROTO_TCP {
+        return err(format!("fd {fd} is not a TCP socket (protocol {proto})"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -880,10 +1093,9 @@ mod tests {
         assert_eq!(size_of::<GroupKey>(), 40);
         assert_eq!(size_of::<Member>(), 80);
         assert_eq!(size_of::<Group>(), 88 + 64 * 80);
-        assert_eq!(size_of::<GroupVal>(), 5264);
+        assert_eq!(size_of::<GroupVal>(), 5272);
         assert_eq!(size_of::<RawRule>(), 56);
-        assert_eq!(size_of::<RuleVal>(), 64);
-        assert_eq!(size_of::<SockPrio>(), 8);
+        assert_eq!(size_of::<SockPrio>(), 16);
     }
 
     #[test]

@@ -47,6 +47,7 @@
 //! and `eof_s`, the [`UdpSentReport`] fields after `send_errors`, the [`UdpRecvReport`] fields
 //! after `reordered_pkts`, and the [`QdiscSamples`] columns `overlimits` and `requeues`.
 
+mod ccc;
 mod clock;
 mod plan;
 mod qdisc;
@@ -81,6 +82,9 @@ pub struct Config {
     /// interval when `sample`.
     #[serde(default)]
     pub qdiscs: Vec<QdiscConfig>,
+    /// The id of macroflow_ccc's `sock_prio` map, when some flow is coupled.
+    #[serde(default)]
+    pub ccc_map_id: Option<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -103,6 +107,29 @@ pub struct TcpFlowConfig {
     /// Bytes to send, then close; bulk until the end when absent.
     pub size_bytes: Option<u64>,
     pub dscp: u8,
+    /// Its seat in a coupling group (cc must then be "macroflow_ccc").
+    #[serde(default)]
+    pub ccc: Option<CccSeatConfig>,
+}
+
+/// A coupled flow's group, priority and handover setting, and its priority changes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CccSeatConfig {
+    /// The group number (>= 1), the same for every flow of one scenario group.
+    pub group: u32,
+    pub priority: f64,
+    /// Ack-clocked handover in the group (decided by the flow that creates it).
+    pub handover: bool,
+    #[serde(default)]
+    pub changes: Vec<PriorityChangeConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityChangeConfig {
+    pub at_s: f64,
+    pub priority: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -484,8 +511,20 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         udp: udp_jobs,
         qdiscs,
         netlink,
+        seats,
+        changes,
+        epoch_ns,
         ..
     } = plan;
+    let changes_h = match seats {
+        Some(seats) if !changes.is_empty() => {
+            let r1 = r.clone();
+            spawn("ccc-priorities", &r, move || {
+                ccc::run_changes(seats, changes, epoch_ns, r1)
+            })
+        }
+        _ => None,
+    };
     let n_tcp = tcp_jobs.len();
     let registry: tcp::Registry = Arc::new(Mutex::new(vec![None; n_tcp]));
 
@@ -547,6 +586,7 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
                 ..Default::default()
             }));
     }
+    join("ccc-priorities", &r, changes_h);
     if let Some(v) = join("sink-tcp", &r, sink_tcp_h) {
         report.sink_tcp = v;
     }

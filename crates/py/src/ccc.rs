@@ -89,6 +89,7 @@ fn status<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py,
         gd.set_item("reductions", g.reductions)?;
         gd.set_item("handovers", g.handovers)?;
         gd.set_item("inconsistencies", g.inconsistencies.clone())?;
+        gd.set_item("empty_for_s", g.empty_for_s)?;
         let ms = PyList::empty(py);
         for m in &g.members {
             let md = PyDict::new(py);
@@ -184,14 +185,34 @@ fn rule_del<'py>(
 }
 
 #[pyfunction(name = "_ccc_set_socket")]
-#[pyo3(signature = (fd, priority, group=None, pin_dir=None))]
+#[pyo3(signature = (fd, priority, group=None, handover=None, pin_dir=None))]
 fn set_socket(
     fd: i32,
     priority: f64,
     group: Option<u32>,
+    handover: Option<bool>,
     pin_dir: Option<PathBuf>,
 ) -> PyResult<()> {
-    cb::set_socket(&dir(pin_dir), fd, priority, group).map_err(|e| PyValueError::new_err(e.0))
+    let s = cb::SocketSetting {
+        priority,
+        group,
+        handover,
+    };
+    cb::set_socket(&dir(pin_dir), fd, s).map_err(|e| PyValueError::new_err(e.0))
+}
+
+/// Deletes groups empty for at least `min_idle_s` seconds; returns how many.
+#[pyfunction(name = "_ccc_gc")]
+#[pyo3(signature = (min_idle_s=10.0, pin_dir=None))]
+fn gc(min_idle_s: f64, pin_dir: Option<PathBuf>) -> PyResult<usize> {
+    cb::gc(&dir(pin_dir), min_idle_s).map_err(|e| PyValueError::new_err(e.0))
+}
+
+/// The id of the loaded program's sock_prio map (for the Linux engine's agents).
+#[pyfunction(name = "_ccc_socket_map_id")]
+#[pyo3(signature = (pin_dir=None))]
+fn socket_map_id(pin_dir: Option<PathBuf>) -> PyResult<u32> {
+    cb::SocketMap::id(&dir(pin_dir)).map_err(rt)
 }
 
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -204,5 +225,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rules, m)?)?;
     m.add_function(wrap_pyfunction!(rule_del, m)?)?;
     m.add_function(wrap_pyfunction!(set_socket, m)?)?;
+    m.add_function(wrap_pyfunction!(socket_map_id, m)?)?;
+    m.add_function(wrap_pyfunction!(gc, m)?)?;
     Ok(())
 }

@@ -47,6 +47,9 @@ pub(crate) struct Plan {
     /// The qdiscs' counters when the plan was made (the kernel's are cumulative).
     pub qdiscs_at_start: Vec<QdiscReport>,
     pub web_flows_after_end: u64,
+    /// Coupled flows' settings (when some flow is coupled) and their priority changes by time.
+    pub seats: Option<std::sync::Arc<super::ccc::Seats>>,
+    pub changes: Vec<super::ccc::Change>,
 }
 
 fn err(field: impl std::fmt::Display, msg: impl std::fmt::Display) -> String {
@@ -82,6 +85,17 @@ fn dscp(field: &str, d: u8) -> Result<u8, String> {
 }
 
 /// The kernel accepts `cc` (TCP_CONGESTION on a fresh socket: the test the flows' sockets pass).
+fn check_priority(field: &str, p: f64) -> Result<(), String> {
+    if p.is_finite() && p > 0.0 && p <= ccc_bpf::MAX_PRIORITY {
+        Ok(())
+    } else {
+        Err(err(
+            field,
+            format!("{p} is not a priority in (0, {}]", ccc_bpf::MAX_PRIORITY),
+        ))
+    }
+}
+
 fn check_cc(field: &str, cc: &str) -> Result<(), String> {
     socket_with_cc(cc).map(drop).map_err(|e| {
         let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -148,17 +162,55 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
 
     // File flows.
     let mut file_jobs = Vec::with_capacity(cfg.tcp.len());
+    let mut settings = Vec::new();
+    let mut changes = Vec::new();
+    let mut seat_of = Vec::with_capacity(cfg.tcp.len());
     for (i, f) in cfg.tcp.iter().enumerate() {
         let name = format!("tcp[{i}]");
         let dst = ipv4(&format!("{name}.dst"), &f.dst, f.port)?;
         let start_ns = secs_ns(&format!("{name}.start_s"), f.start_s)?;
         dscp(&format!("{name}.dscp"), f.dscp)?;
         check_cc(&format!("{name}.cc"), &f.cc)?;
+        let seat = match &f.ccc {
+            None => None,
+            Some(c) => {
+                if cfg.ccc_map_id.is_none() {
+                    return Err(err(
+                        format!("{name}.ccc"),
+                        "a coupled flow needs ccc_map_id",
+                    ));
+                }
+                if f.cc != ccc_bpf::CC_NAME {
+                    return Err(err(
+                        format!("{name}.cc"),
+                        format!("a coupled flow runs {:?}, not {:?}", ccc_bpf::CC_NAME, f.cc),
+                    ));
+                }
+                if c.group == 0 {
+                    return Err(err(format!("{name}.ccc.group"), "group numbers start at 1"));
+                }
+                let k = settings.len();
+                for (j, ch) in c.changes.iter().enumerate() {
+                    let at = secs_ns(&format!("{name}.ccc.changes[{j}].at_s"), ch.at_s)?;
+                    check_priority(&format!("{name}.ccc.changes[{j}].priority"), ch.priority)?;
+                    changes.push((at, k, ch.priority, format!("{name} (flow {})", f.flow)));
+                }
+                check_priority(&format!("{name}.ccc.priority"), c.priority)?;
+                settings.push(ccc_bpf::SocketSetting {
+                    priority: c.priority,
+                    group: Some(c.group),
+                    handover: Some(c.handover),
+                });
+                Some(k)
+            }
+        };
+        seat_of.push(seat);
         file_jobs.push(TcpJob {
             name: format!("{name} (flow {})", f.flow),
             dst,
             cc: f.cc.clone(),
             dscp: f.dscp,
+            seat: None,
             start_ns: cfg.epoch_ns + start_ns,
             report: TcpFlowReport {
                 flow: Some(f.flow),
@@ -169,6 +221,16 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
             },
         });
     }
+    let seats = if settings.is_empty() {
+        None
+    } else {
+        let id = cfg.ccc_map_id.expect("checked for each coupled flow");
+        Some(std::sync::Arc::new(super::ccc::Seats::new(id, settings)?))
+    };
+    for (j, k) in file_jobs.iter_mut().zip(seat_of) {
+        j.seat = k.map(|k| (std::sync::Arc::clone(seats.as_ref().unwrap()), k));
+    }
+    changes.sort_by_key(|c| c.0);
     file_jobs.sort_by_key(|j| j.start_ns);
 
     // Web workloads: drawn as the simulator's add_web_workload draws them
@@ -221,6 +283,7 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
                 dst,
                 cc: c.cc.clone(),
                 dscp: 0,
+                seat: None,
                 start_ns: cfg.epoch_ns + t_ns,
                 report: TcpFlowReport {
                     flow: None,
@@ -336,6 +399,8 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
         netlink,
         qdiscs_at_start,
         web_flows_after_end,
+        seats,
+        changes,
     })
 }
 

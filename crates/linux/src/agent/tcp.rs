@@ -25,6 +25,8 @@ pub(crate) struct TcpJob {
     pub dst: SocketAddrV4,
     pub cc: String,
     pub dscp: u8,
+    /// A coupled flow's seat: its socket gets the seat's setting before connect.
+    pub seat: Option<(Arc<super::ccc::Seats>, usize)>,
     pub start_ns: u64,
     pub report: TcpFlowReport,
 }
@@ -149,6 +151,22 @@ fn run_flow(i: usize, job: TcpJob, registry: Registry, run: Run) -> TcpFlowRepor
         }
     };
     let fd = sock.as_raw_fd();
+    let _attached = match &job.seat {
+        None => None,
+        Some((seats, k)) => match seats.attach(*k, fd) {
+            Ok(()) => Some(super::ccc::Attached(seats, *k)),
+            Err(e) => {
+                fail(
+                    &mut rep,
+                    &job.name,
+                    &run,
+                    "coupling",
+                    std::io::Error::other(e),
+                );
+                return rep;
+            }
+        },
+    };
     match sock.connect(&SockAddr::from(job.dst)) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
@@ -187,7 +205,17 @@ fn run_flow(i: usize, job: TcpJob, registry: Registry, run: Run) -> TcpFlowRepor
             None
         }
     };
+    if rep.finished_s.is_none() && run.over() {
+        // Cut by the end of the run: reset, not FIN. The namespaces go right after, and an
+        // orphaned socket would retransmit its FIN into a deleted link for minutes, keeping its
+        // seat in a coupling group (and its namespace) all that time.
+        let _ = sock.set_linger(Some(std::time::Duration::ZERO));
+    }
     registry.lock().unwrap_or_else(|e| e.into_inner())[i] = None;
+    // Before this function's Arc of the socket goes (it is declared after the guard).
+    if let Some((seats, k)) = &job.seat {
+        seats.detach(*k);
+    }
     rep
 }
 
