@@ -330,7 +330,8 @@ static __always_inline int same_key(const struct mf_group_key *a, const struct m
 	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
 }
 
-#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT 2
+#define TCP_SYN_RECV 3
 
 /* Makes (or finds) the group for `key` and registers the connection. Returns 0 when coupled,
  * 1 when it should retry at its next callback, or a negative MF_WHY_* when it runs uncoupled. */
@@ -360,16 +361,20 @@ static __always_inline int join(struct sock *sk, struct mf_conn *st)
 	newgen = __sync_fetch_and_add(&next_gen, 1);
 	bpf_spin_lock(&gv->lock);
 	if (gv->gen == 0) {
-		/* The first joiner initialises the group; it decides the handover setting. */
-		if (st->handover == MF_HANDOVER_ON)
-			ccc_init(&gv->g, 1);
-		else if (st->handover == MF_HANDOVER_OFF)
-			ccc_init(&gv->g, 0);
-		else
-			ccc_init(&gv->g, cfg_handover ? 1 : 0);
+		/* The first joiner initialises the group. */
+		ccc_init(&gv->g, 0);
 		ccc_set_max_burst(&gv->g, cfg_max_burst_pkts);
 		gv->key = st->key;
 		gv->gen = newgen;
+	}
+	if (ccc_n(&gv->g) == 0) {
+		/* The connection that makes the group (or refills an emptied one) decides handover. */
+		if (st->handover == MF_HANDOVER_ON)
+			gv->g.handover_enabled = 1;
+		else if (st->handover == MF_HANDOVER_OFF)
+			gv->g.handover_enabled = 0;
+		else
+			gv->g.handover_enabled = cfg_handover ? 1 : 0;
 	}
 	if (!same_key(&gv->key, &st->key)) {
 		/* The element was deleted and its memory reused for another group since the lookup. */
@@ -424,14 +429,14 @@ static __always_inline void uncouple(struct mf_conn *st, int why)
 	}
 }
 
-/* Joins once the connection is established (its init may run in SYN_SENT when the option is set
- * during a non-blocking connect; the kernel then sets the initial window at establishment, which
- * would overwrite an answer given earlier). */
+/* Joins once the handshake is over (init runs in SYN_SENT when the option is set during a
+ * non-blocking connect, and in SYN_RECV for an accepted connection; the kernel sets the initial
+ * window at establishment, which would overwrite an answer given earlier). */
 static __always_inline void try_join(struct sock *sk, struct mf_conn *st)
 {
 	int rc;
 
-	if (sk->__sk_common.skc_state != TCP_ESTABLISHED) {
+	if (sk->__sk_common.skc_state == TCP_SYN_SENT || sk->__sk_common.skc_state == TCP_SYN_RECV) {
 		st->pending = 1;
 		return;
 	}
@@ -460,7 +465,11 @@ static __always_inline void leave_group(struct mf_conn *st)
 	__u64 now = bpf_ktime_get_ns();
 	int rc = 0, lost = 0;
 
-	st->pending = 0;
+	if (st->pending) {
+		/* Closed before its handshake ended (or while its group was being remade). */
+		st->pending = 0;
+		count(MF_ST_NEVER_JOINED);
+	}
 	if (!st->coupled)
 		return;
 	st->coupled = 0;
@@ -474,7 +483,7 @@ static __always_inline void leave_group(struct mf_conn *st)
 		lost = 1;
 	} else {
 		rc = ccc_leave_at(&gv->g, st->conn, st->hint);
-		if (ccc_n(&gv->g) == 0) {
+		if (rc == 0 && ccc_n(&gv->g) == 0) {
 			gv->empty_since_ns = now;
 			count(MF_ST_GROUPS_EMPTIED);
 		}
@@ -540,7 +549,9 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 		}
 		cwnd = cwnd0;
 		base = st->rep_cwnd;
-		if (idx >= 0 && st->have_rep && mcwnd != st->told_cwnd) {
+		/* Not after a timeout: the loss window is the kernel's own, not a change on top of
+		 * the old one (the simulator applied the releases, then the RTO set the window). */
+		if (idx >= 0 && !timeout && st->have_rep && mcwnd != st->told_cwnd) {
 			/* Released to it since its last answer: the kernel's own change on top. */
 			__s64 e = (__s64)mcwnd + ((__s64)cwnd0 - (__s64)st->rep_cwnd);
 
@@ -573,6 +584,8 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 			count(MF_ST_PRIO_SET);
 		st->prio_units = prio;
 	}
+	if (pulled)
+		count(MF_ST_PULLS);
 	if (rc == 0) {
 		count(MF_ST_UPDATES);
 		apply(tp, st, cw, ss, state);
@@ -587,7 +600,6 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 			st->told_cwnd = mcwnd > 0xffffffffULL ? 0xffffffffU : (__u32)mcwnd;
 	} else if (rc == 3) {
 		/* A handover release (Coupled::on_release): the window; the threshold stays. */
-		count(MF_ST_PULLS);
 		apply(tp, st, cw, ssthresh, state);
 	} else if (rc < 0) {
 		count(MF_ST_ERR_UPDATE);

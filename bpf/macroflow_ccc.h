@@ -49,6 +49,7 @@
 #define MF_ST_RETRIES 19       /* registration retried after meeting a group being deleted */
 #define MF_ST_PRIO_SET 20      /* priority changes applied from the application's setting */
 #define MF_ST_RULES_BUSY 21    /* connections that found the rules being rewritten (no rule used) */
+#define MF_ST_NEVER_JOINED 22  /* released while still waiting to join (handshake not over) */
 #define MF_NSTATS 24
 
 /* The key of a group. */

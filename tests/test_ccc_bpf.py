@@ -8,6 +8,7 @@ saying what is missing; the bad-input tests that need no kernel run everywhere.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import struct
@@ -28,8 +29,10 @@ needs_bpf = pytest.mark.skipif(bool(WHY), reason=f"macroflow_ccc cannot be loade
 
 @pytest.fixture
 def loaded() -> Iterator[None]:
-    if ccc.is_loaded():  # left by an interrupted run
-        ccc.unload()
+    if ccc.is_loaded():
+        # Someone's experiment (or a Linux engine run, which leaves it loaded) may be using it:
+        # these tests load and unload it machine-wide, so they do not run over it.
+        pytest.skip("macroflow_ccc is loaded already (`macroflow linux unload` first): the tests would unload it")
     ccc.load()
     try:
         yield
@@ -199,7 +202,7 @@ def test_the_verifier_has_room_to_spare() -> None:
     """Each operation's verification stays well inside the kernel's 1M-instruction budget (a change
     that brings one near it fails here, before a kernel or compiler version tips it over)."""
     if ccc.is_loaded():
-        ccc.unload()
+        pytest.skip("macroflow_ccc is loaded already (`macroflow linux unload` first): the test would unload it")
     try:
         programs = dict(ccc.load()["programs"])
     finally:
@@ -306,8 +309,8 @@ def test_a_full_group_runs_the_next_connection_uncoupled_and_counts_it(loaded: N
     sink = Sink()
     socks = [_connect(sink.addr) for _ in range(ccc_max() + 1)]
     try:
-        sent = _pump(socks, 0.5, sink)
-        assert all(b > 0 for b in sent), "a connection that could not join must still send"
+        sent = _pump(socks, 2.0, sink)
+        assert all(b > 0 for b in sent), ("every connection delivers, the one that could not join too", sent)
         st = ccc.status()
         (g,) = st["groups"]
         assert len(g["members"]) == ccc_max() and g["inconsistencies"] == []
@@ -429,8 +432,8 @@ def test_64_connections_opening_and_closing_at_random_keep_the_group_consistent(
     """Issue 16's concurrency check: 64 connections of one group open, send a random amount and
     close, at random, for 60 s. Every status snapshot taken meanwhile (each group read under its
     lock) must be consistent (sum of priorities, counts of members not in SS, timed out and in
-    handover equal to the members', indices in range); afterwards the group is gone (the last one
-    out deletes it: empty, sums zero) and every connection that started was released."""
+    handover equal to the members', indices in range); afterwards the group is empty with its sums
+    zero (the program keeps an emptied group), and every connection that started was released."""
     import random
 
     sink = Sink()
@@ -484,15 +487,15 @@ def test_64_connections_opening_and_closing_at_random_keep_the_group_consistent(
     stats = ccc.status()["stats"]
     assert stats["connections_started"] == sum(opened), (stats, sum(opened))
     assert stats["connections_released"] == stats["connections_started"]
-    assert stats["connections_coupled"] + stats["uncoupled_group_full"] + stats["uncoupled_group_deleting"] == \
-        stats["connections_started"], stats
+    assert stats["connections_coupled"] + stats["uncoupled_group_full"] + stats["uncoupled_group_deleting"] + \
+        stats["never_joined"] == stats["connections_started"], stats
     assert sum(v for k, v in stats.items() if k.startswith("errors_")) == 0, stats
     assert stats["uncoupled_group_lost"] == 0 and stats["uncoupled_no_storage"] == 0, stats
 
 
-def _coupled_dumbbell(kind: str, prios, duration: float = 30.0, starts=None) -> str:
+def _coupled_dumbbell(kind: str, prios, duration: float = 30.0, starts=None, cc: str = "newreno_abc") -> str:
     starts = starts or [0.0] * len(prios)
-    flows = "".join(f'[[flows]]\ntype = "tcp"\npair = 0\ncc = "newreno_abc"\ngroup = "g"\npriority = {p}\nstart_s = {s}\n'
+    flows = "".join(f'[[flows]]\ntype = "tcp"\npair = 0\ncc = "{cc}"\ngroup = "g"\npriority = {p}\nstart_s = {s}\n'
                     for p, s in zip(prios, starts))
     return (f'name = "ccc-linux"\nseed = 3\nduration_s = {duration}\nsample_interval_s = 0\n'
             f'[topology]\nkind = "dumbbell"\npairs = 1\nbottleneck_rate_bps = 10e6\nbottleneck_delay_s = 0.01\n'
@@ -514,14 +517,44 @@ def test_the_linux_engine_runs_a_coupled_group_with_its_priorities(loaded: None)
 
     if linux.capabilities().missing:
         pytest.skip(f"linux engine unavailable: {linux.capabilities().missing}")
-    coupled = linux.run(parse(_coupled_dumbbell("ccc_int", [1, 3])))
+    coupled = linux.run(parse(_coupled_dumbbell("ccc_int", [1, 3], cc="reno_int")))
     g0, g1 = _goodputs(coupled)
     assert g0 > 0 and g1 > 0
     assert 2.4 < g1 / g0 < 3.6, (g0, g1)
     assert 0.85 * 10e6 < g0 + g1 < 10e6, (g0, g1)
-    uncoupled = linux.run(parse(_coupled_dumbbell("none", [1, 3])))
+    uncoupled = linux.run(parse(_coupled_dumbbell("none", [1, 3], cc="reno_int")))
     u0, u1 = _goodputs(uncoupled)
     assert 0.6 < u1 / u0 < 1.6, (u0, u1)
+    assert _wait(lambda: _members() == 0, timeout=20), ccc.status()["groups"]  # cut flows are reset
     st = ccc.status()
-    assert _members() == 0 and st["stats"]["connections_coupled"] >= 2
+    assert st["stats"]["connections_coupled"] >= 2
     assert sum(v for k, v in st["stats"].items() if k.startswith("errors_")) == 0
+
+
+@needs_bpf
+def test_a_joiner_in_handover_takes_its_released_share_on_kernel_tcp(loaded: None) -> None:
+    """Ack-clocked handover on real TCP: a connection joining a running one (equal priorities) is
+    given segments by the other's ACKs (counted as handover_pulls when it takes them) and holds
+    about half the aggregate window within a few round trips, instead of slow-starting alone."""
+    from macroflow import linux
+    from macroflow.scenario import parse
+
+    if linux.capabilities().missing:
+        pytest.skip(f"linux engine unavailable: {linux.capabilities().missing}")
+    sc = parse(_coupled_dumbbell("ccc_handover_int", [1, 1], duration=12.0, starts=[0.0, 6.0], cc="reno_int")
+               .replace("sample_interval_s = 0", "sample_interval_s = 0.05"))
+    t = linux.run(sc)
+    info = json.loads(t["flows"].schema.metadata[b"linux"])["info"]["ccc"]
+    assert info["counters"]["handover_pulls"] > 0, info
+    assert info["counters"]["connections_coupled"] == 2 and not any(
+        v for k, v in info["counters"].items() if k.startswith(("errors_", "uncoupled_"))), info
+    s = t["flow_samples"].to_pydict()
+    w = {0: {}, 1: {}}
+    for ts, f, c in zip(s["t_s"], s["flow"], s["cwnd_pkts"]):
+        if 8.0 <= ts <= 12.0 and c is not None:
+            w[f][round(ts, 2)] = c
+    common = sorted(set(w[0]) & set(w[1]))
+    assert len(common) > 20
+    share = sum(w[1][x] for x in common) / sum(w[0][x] + w[1][x] for x in common)
+    assert 0.35 < share < 0.65, share
+    assert _wait(lambda: _members() == 0, timeout=20)

@@ -154,3 +154,28 @@ def test_printed_checks_show_info_and_every_fail_note(tmp_path, capsys):
     assert any("bad" in l and "FAIL" in l and "because [seed 3] ran away" in l for l in lines)
     assert any("see" in l and "INFO" in l and "our reading" in l for l in lines)
     assert "1 of 2 checks pass (1 information row, not counted)" in out and "T [x]" in out
+
+
+def test_thesis_9_3_linux_plans_runs_on_both_engines():
+    """Every run of the kernel reproduction starts on its engine: the simulator's runs for a moment
+    (the integer-mode coupler takes only whole-packet controllers), and the linux engine accepts
+    its scenarios (coupled groups run as macroflow_ccc) and gives each coupled flow a seat."""
+    from macroflow import linux
+    from macroflow.scenario import run, with_duration
+
+    parts = REPRODUCTIONS["thesis-9.3-linux"].parts(1, 30.0)
+    assert [p.name for p in parts] == [f"{e}-{k}" for e in ("sim", "linux") for k in ("flows", "priority", "fig96", "handover")]
+    for p in parts:
+        for j in p.jobs:
+            if j.engine == "sim":
+                run(with_duration(j.scenario, 0.05))
+            else:
+                plan = linux.plan(j.scenario)
+                coupled = [i for i, f in enumerate(j.scenario.flows) if getattr(f, "group", None)]
+                assert sorted(plan.seats) == coupled
+                assert all(plan.kernel_cc[i] == linux.CCC_NAME for i in coupled)
+    # The arms of one point start their flows at the same times (the same seed's draws).
+    flows = {tuple(sorted(j.params.items())): j.scenario for j in parts[4].jobs}
+    a = flows[(("coupling", "none"), ("cross", "none"), ("flows", 4))]
+    b = flows[(("coupling", "ccc_handover_int"), ("cross", "none"), ("flows", 4))]
+    assert [f.start_s for f in a.flows] == [f.start_s for f in b.flows]

@@ -314,11 +314,12 @@ def plan(sc: Scenario) -> Plan:
     for i, f in enumerate(sc.flows):
         g = sc.group(getattr(f, "group", None))
         if isinstance(f, TcpFlow) and g is not None and g.couples:
-            if f.cc not in RENO_CCS or f.linux_cc not in (None, CCC_NAME):
+            allowed = ["reno_int"] if g.kind.endswith("_int") else sorted(RENO_CCS)
+            if f.cc not in allowed or f.linux_cc not in (None, CCC_NAME):
                 key = "linux_cc" if f.linux_cc not in (None, CCC_NAME) else "cc"
                 raise LinuxEngineError(
                     f"flows.{i}.{key}: a flow of coupled group {g.name!r} runs macroflow_ccc, ctrlTCP over the kernel's "
-                    f"NewReno: its cc must be one of {sorted(RENO_CCS)} and linux_cc unset")
+                    f"NewReno: its cc must be one of {allowed} (as the simulator's {g.kind} takes) and linux_cc unset")
             seats[i] = Seat(coupled_groups.index(g.name), f.priority, g.kind in ("ccc_handover", "ccc_handover_int"))
             kernel_cc[i] = CCC_NAME
             continue
@@ -1077,7 +1078,9 @@ def _ccc_prepare(tb: "Testbed") -> Dict[str, Any]:
     from macroflow import ccc
 
     loaded_here = False
-    if not ccc.is_loaded():
+    if ccc.is_loaded():
+        ccc.gc()  # groups of earlier runs, empty for 10 s: the program never deletes groups
+    else:
         try:
             ccc.load()
             loaded_here = True

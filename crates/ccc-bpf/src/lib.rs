@@ -175,7 +175,7 @@ const CONN_SIZE: usize = 88;
 const NSTATS: usize = 24;
 
 /// The counters' names, by index (MF_ST_* in bpf/macroflow_ccc.h).
-pub const STAT_NAMES: [&str; 22] = [
+pub const STAT_NAMES: [&str; 23] = [
     "connections_started",
     "connections_coupled",
     "connections_released",
@@ -198,6 +198,7 @@ pub const STAT_NAMES: [&str; 22] = [
     "registration_retries",
     "priorities_set",
     "rules_busy",
+    "never_joined",
 ];
 
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
@@ -334,6 +335,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded> {
         return err("max_burst_pkts must be at most 1e15 (the coupler's limit)");
     }
     ensure_bpffs()?;
+    let _lock = writer_lock()?;
     if opts.pin_dir.join("link").exists() {
         return err(format!(
             "{CC_NAME} is already loaded (pinned at {}); `macroflow linux unload` first",
@@ -466,6 +468,7 @@ pub struct Unloaded {
 
 /// Unregisters `macroflow_ccc` (see the module comment for what happens to sockets using it).
 pub fn unload(pin_dir: &Path) -> Result<Unloaded> {
+    let _lock = writer_lock()?;
     if !pin_dir.join("link").exists() {
         return err(format!(
             "{CC_NAME} is not loaded (nothing pinned at {})",
@@ -747,8 +750,22 @@ pub fn gc(pin_dir: &Path, min_idle_s: f64) -> Result<usize> {
     let now = monotonic_ns();
     let idle_ns = (min_idle_s * 1e9) as u64;
     let mut deleted = 0;
+    let idle = |v: &GroupVal, now: u64| {
+        v.g.n == 0 && v.empty_since_ns != 0 && now.saturating_sub(v.empty_since_ns) >= idle_ns
+    };
     for (key, v) in read_groups(&m)? {
-        if v.g.n == 0 && v.empty_since_ns != 0 && now.saturating_sub(v.empty_since_ns) >= idle_ns {
+        if !idle(&v, now) {
+            continue;
+        }
+        // Read again just before deleting: a connection may have joined since the walk. (What
+        // remains is a join between this read and the delete: such a connection finds its group
+        // gone at its next report and runs uncoupled, counted as uncoupled_group_lost.)
+        let again = m
+            .lookup(as_bytes(&key), MapFlags::LOCK)
+            .map_err(|e| bpf_err("reading a group", e))?;
+        let Some(again) = again else { continue };
+        let again: GroupVal = from_bytes(&again)?;
+        if idle(&again, monotonic_ns()) {
             match m.delete(as_bytes(&key)) {
                 Ok(()) => deleted += 1,
                 Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
@@ -873,6 +890,33 @@ fn raw_rules(m: &MapHandle) -> Result<Vec<RawRule>> {
     Ok(out)
 }
 
+/// An exclusive lock between this loader's writers (load, unload, rule changes) across
+/// processes: flock on /run/lock/macroflow_ccc.lock (the temporary directory without /run/lock).
+fn writer_lock() -> Result<std::fs::File> {
+    let dir = Path::new("/run/lock");
+    let path = if dir.is_dir() {
+        dir.join("macroflow_ccc.lock")
+    } else {
+        std::env::temp_dir().join("macroflow_ccc.lock")
+    };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error(format!("opening {}: {e}", path.display())))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid descriptor; blocks until the other writer is done.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return err(format!(
+            "locking {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(f)
+}
+
 /// The rules map, its sequence count, and an exclusive lock between writers (flock on a file next
 /// to the pins' directory: two `rule add` at once must not write the same slot).
 struct RulesWriter {
@@ -885,46 +929,39 @@ impl RulesWriter {
     fn open(pin_dir: &Path) -> Result<RulesWriter> {
         let rules = open_pinned(pin_dir, "rules", size_of::<RawRule>())?;
         let seq = open_pinned(pin_dir, "rules_seq", 8)?;
-        let path = std::env::temp_dir().join("macroflow_ccc.rules.lock");
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error(format!("opening {}: {e}", path.display())))?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: a valid descriptor; blocks until the other writer is done.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return err(format!(
-                "locking {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(RulesWriter {
+        let w = RulesWriter {
             rules,
             seq,
-            _lock: f,
-        })
+            _lock: writer_lock()?,
+        };
+        // A writer that died between its two steps left the count odd: make it even again.
+        let n = w.count()?;
+        if n % 2 == 1 {
+            w.set(n + 1)?;
+        }
+        Ok(w)
     }
 
-    fn bump(&self) -> Result<()> {
-        let z = 0u32.to_ne_bytes();
+    fn count(&self) -> Result<u64> {
         let v = self
             .seq
-            .lookup(&z, MapFlags::ANY)
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| bpf_err("reading the rules' sequence count", e))?
             .unwrap_or_else(|| vec![0; 8]);
-        let n = u64::from_ne_bytes(v[..8].try_into().unwrap()) + 1;
+        Ok(u64::from_ne_bytes(v[..8].try_into().unwrap()))
+    }
+
+    fn set(&self, n: u64) -> Result<()> {
         self.seq
-            .update(&z, &n.to_ne_bytes(), MapFlags::ANY)
+            .update(&0u32.to_ne_bytes(), &n.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| bpf_err("writing the rules' sequence count", e))
     }
 
     /// Rewrites slots `from..` with `list[from..]` and clears the rest up to `old_len`, between
     /// two increments of the sequence count (odd meanwhile: connections starting then retry).
     fn write(&self, list: &[RawRule], from: usize, old_len: usize) -> Result<()> {
-        self.bump()?;
+        let n = self.count()? | 1; // odd: being rewritten
+        self.set(n)?;
         let mut r = Ok(());
         for i in from..list.len().max(old_len) {
             let v = list.get(i).copied().unwrap_or_default();
@@ -936,7 +973,7 @@ impl RulesWriter {
                 break;
             }
         }
-        self.bump()?;
+        self.set(n + 1)?;
         r
     }
 }
