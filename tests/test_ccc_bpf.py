@@ -481,12 +481,20 @@ def test_64_connections_opening_and_closing_at_random_keep_the_group_consistent(
     # A closed socket leaves its group when the kernel destroys it (release), which for a graceful
     # close with data in flight is after its FIN handshake: wait for the kernel's sockets first.
     assert _wait(lambda: not _open_sockets(sink.addr[1]), timeout=120), _open_sockets(sink.addr[1])
-    assert _wait(lambda: _members() == 0, timeout=10), ccc.status()["groups"]
+    # The kernel destroys a closed socket (and calls release) some time after ss stops listing it;
+    # CI on 2 busy cores saw a member still in the group 10 s after ss showed no socket.
+    if not _wait(lambda: _members() == 0, timeout=60):
+        ss = subprocess.run(["ss", "-tanH", "state", "all", f"( dport = :{sink.addr[1]} or sport = :{sink.addr[1]} )"],
+                            capture_output=True, text=True).stdout.splitlines()
+        pytest.fail(f"members left 60 s after the last socket: {ccc.status()['groups']}; stats {ccc.status()['stats']}; "
+                    f"sockets of the port: {len(ss)}, not TIME-WAIT: {[x for x in ss if not x.startswith('TIME-WAIT')][:10]}")
     (g,) = ccc.status()["groups"]  # afterwards the group is empty and its sums are zero
     assert g["sum_cwnd_pkts"] == 0 and g["sum_ssthresh_pkts"] == 0 and g["sum_priority"] == 0
+    # Every connection is released in the end (the last destructions can come seconds later).
+    _wait(lambda: (lambda st: st["connections_released"] == st["connections_started"])(ccc.status()["stats"]), timeout=60)
     stats = ccc.status()["stats"]
     assert stats["connections_started"] == sum(opened), (stats, sum(opened))
-    assert stats["connections_released"] == stats["connections_started"]
+    assert stats["connections_released"] == stats["connections_started"], (stats, _open_sockets(sink.addr[1]))
     assert stats["connections_coupled"] + stats["uncoupled_group_full"] + stats["uncoupled_group_deleting"] + \
         stats["never_joined"] == stats["connections_started"], stats
     assert sum(v for k, v in stats.items() if k.startswith("errors_")) == 0, stats
