@@ -25,6 +25,7 @@
 #define MF_WHY_RACE 4        /* its group was being made or deleted on every attempt */
 #define MF_WHY_LOST 5        /* its group vanished (never expected; counted) */
 #define MF_WHY_RULE 6        /* a rule says: do not couple */
+#define MF_WHY_CLOSED 7      /* left when everything it sent after closing was acknowledged */
 
 /* Counters (the `stats` array in .bss). */
 #define MF_ST_INIT 0           /* connections that started with macroflow_ccc */
@@ -50,7 +51,11 @@
 #define MF_ST_PRIO_SET 20      /* priority changes applied from the application's setting */
 #define MF_ST_RULES_BUSY 21    /* connections that found the rules being rewritten (no rule used) */
 #define MF_ST_NEVER_JOINED 22  /* released while still waiting to join (handshake not over) */
-#define MF_NSTATS 24
+#define MF_ST_LATE_START 23    /* established connections the kernel never called init for */
+#define MF_ST_LEFT_AT_CLOSE 24 /* left once its FIN and all its data were acknowledged */
+#define MF_ST_EVICTED 25       /* members removed after cfg_stale_s with no report from them */
+#define MF_ST_REJOINS 26       /* connections that found themselves gone from their group and rejoined */
+#define MF_NSTATS 28
 
 /* The key of a group. */
 struct mf_group_key {
@@ -119,7 +124,7 @@ struct mf_conn {
  * at once, so a deletion racing a joiner must be rare: idle groups only). */
 struct mf_group_val {
 	struct bpf_spin_lock lock;
-	__u32 _pad;
+	__u32 reap;              /* the next member to check for staleness (round robin) */
 	struct mf_group_key key; /* written under the lock by the first joiner (checked by joiners) */
 	__u64 gen;               /* 0 until the first joiner initialises the group under the lock */
 	__u64 empty_since_ns;    /* bpf_ktime_get_ns() when its last member left; 0 while in use */

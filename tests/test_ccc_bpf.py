@@ -428,6 +428,44 @@ def test_the_cli(loaded: None) -> None:
 
 
 @needs_bpf
+def test_a_member_silent_for_stale_s_is_taken_out_and_rejoins_when_it_sends_again() -> None:
+    """A member whose connection has not reported for stale_s is taken out of its group by another
+    member's ACK (what removes a connection the kernel destroyed without release); the connection,
+    alive but idle here, joins again when it next sends."""
+    if ccc.is_loaded():
+        pytest.skip("macroflow_ccc is loaded already (`macroflow linux unload` first): the test would unload it")
+    ccc.load(stale_s=2)
+    sink = Sink()
+    socks: List[socket.socket] = []
+    try:
+        idle = _connect(sink.addr)
+        idle.sendall(b"x" * 200_000)
+        busy = _connect(sink.addr)
+        socks += [idle, busy]
+        assert _wait(lambda: _members() == 2, timeout=5)
+        _pump([busy], 5.0, sink)  # idle says nothing for 5 s
+        (g,) = ccc.status()["groups"]
+        assert len(g["members"]) == 1, g
+        assert g["members"][0]["idle_s"] <= 1, g
+        stats = ccc.status()["stats"]
+        assert stats["evicted_stale"] == 1 and stats["rejoined"] == 0, stats
+        _pump([idle, busy], 2.0, sink)
+        assert _members() == 2, ccc.status()["groups"]
+        stats = ccc.status()["stats"]
+        assert stats["rejoined"] == 1 and stats["connections_coupled"] == 3, stats
+        with pytest.raises(ValueError, match="stale_s"):
+            ccc.load(stale_s=-1)
+    finally:
+        for s in socks:
+            s.close()
+        sink.close()
+        ccc.unload()
+
+
+STALE_S = 3
+
+
+@needs_bpf
 def test_64_connections_opening_and_closing_at_random_keep_the_group_consistent(loaded: None) -> None:
     """Issue 16's concurrency check: 64 connections of one group open, send a random amount and
     close, at random, for 60 s. Every status snapshot taken meanwhile (each group read under its
@@ -436,6 +474,8 @@ def test_64_connections_opening_and_closing_at_random_keep_the_group_consistent(
     zero (the program keeps an emptied group), and every connection that started was released."""
     import random
 
+    ccc.unload()
+    ccc.load(stale_s=STALE_S)  # so that a member left by a connection without release goes soon
     sink = Sink()
     seconds, workers = 60.0, 64
     end = time.monotonic() + seconds
@@ -481,22 +521,28 @@ def test_64_connections_opening_and_closing_at_random_keep_the_group_consistent(
     # A closed socket leaves its group when the kernel destroys it (release), which for a graceful
     # close with data in flight is after its FIN handshake: wait for the kernel's sockets first.
     assert _wait(lambda: not _open_sockets(sink.addr[1]), timeout=120), _open_sockets(sink.addr[1])
-    # The kernel destroys a closed socket (and calls release) some time after ss stops listing it;
-    # CI on 2 busy cores saw a member still in the group 10 s after ss showed no socket.
-    if not _wait(lambda: _members() == 0, timeout=60):
-        ss = subprocess.run(["ss", "-tanH", "state", "all", f"( dport = :{sink.addr[1]} or sport = :{sink.addr[1]} )"],
-                            capture_output=True, text=True).stdout.splitlines()
-        pytest.fail(f"members left 60 s after the last socket: {ccc.status()['groups']}; stats {ccc.status()['stats']}; "
-                    f"sockets of the port: {len(ss)}, not TIME-WAIT: {[x for x in ss if not x.startswith('TIME-WAIT')][:10]}")
+    # The kernel destroys a closed socket (and calls release) some time after ss stops listing it.
+    _wait(lambda: _members() == 0, timeout=20)
+    # On this VM about 1 connection in 50,000 is destroyed without release (traced: the kernel's
+    # tcp_destroy_sock with no call of ours, in a softirq while PID 1 ran): its member stays until
+    # it has been silent for stale_s and another member's ACK or a joiner takes it out.
+    phantoms = _members()
+    if phantoms:
+        print(f"{phantoms} members left by connections destroyed without release; stats {ccc.status()['stats']}")
+        late = Sink()  # same address pair, so the same group
+        s = _connect(late.addr)
+        _pump([s], STALE_S + 4.0, late)
+        s.close()
+        late.close()
+        assert _wait(lambda: _members() == 0, timeout=20), ccc.status()["groups"]
     (g,) = ccc.status()["groups"]  # afterwards the group is empty and its sums are zero
     assert g["sum_cwnd_pkts"] == 0 and g["sum_ssthresh_pkts"] == 0 and g["sum_priority"] == 0
-    # Every connection is released in the end (the last destructions can come seconds later).
-    _wait(lambda: (lambda st: st["connections_released"] == st["connections_started"])(ccc.status()["stats"]), timeout=60)
     stats = ccc.status()["stats"]
-    assert stats["connections_started"] == sum(opened), (stats, sum(opened))
-    assert stats["connections_released"] == stats["connections_started"], (stats, _open_sockets(sink.addr[1]))
+    assert stats["evicted_stale"] >= phantoms, (stats, phantoms)  # and live ones silent for 3 s rejoined
+    # Every connection started: at init, or (when the kernel skipped init) at its first cwnd event.
+    assert stats["connections_started"] + stats["late_starts"] == sum(opened) + (1 if phantoms else 0), (stats, sum(opened))
     assert stats["connections_coupled"] + stats["uncoupled_group_full"] + stats["uncoupled_group_deleting"] + \
-        stats["never_joined"] == stats["connections_started"], stats
+        stats["never_joined"] == stats["connections_started"] + stats["late_starts"] + stats["rejoined"], stats
     assert sum(v for k, v in stats.items() if k.startswith("errors_")) == 0, stats
     assert stats["uncoupled_group_lost"] == 0 and stats["uncoupled_no_storage"] == 0, stats
 

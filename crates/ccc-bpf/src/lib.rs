@@ -103,7 +103,8 @@ pub struct Member {
     pub ssbit: u8,
     pub rto_pending: u8,
     pub handover: u8,
-    pub _pad: [u8; 4],
+    /// The program's (not the core's): when the connection last reported, s of CLOCK_MONOTONIC.
+    pub seen_s: u32,
 }
 
 /// `struct ccc_group`.
@@ -133,7 +134,8 @@ pub struct Group {
 #[derive(Clone, Copy, Debug)]
 pub struct GroupVal {
     pub lock: u32,
-    pub _pad: u32,
+    /// The next member the program checks for staleness.
+    pub reap: u32,
     pub key: GroupKey,
     /// 0 until its first connection initialises it.
     pub gen: u64,
@@ -171,11 +173,15 @@ struct SockPrio {
 
 /// `struct mf_conn` (only its size is checked here: user space never writes it).
 const CONN_SIZE: usize = 88;
+/// `cfg_stale_s` unless told otherwise: long past any RTO, so an idle connection's window has been
+/// restarted by the kernel anyway (tcp_slow_start_after_idle) when it is taken out.
+pub const DEFAULT_STALE_S: u32 = 30;
+
 /// The counters in .bss (MF_NSTATS).
-const NSTATS: usize = 24;
+const NSTATS: usize = 28;
 
 /// The counters' names, by index (MF_ST_* in bpf/macroflow_ccc.h).
-pub const STAT_NAMES: [&str; 23] = [
+pub const STAT_NAMES: [&str; 27] = [
     "connections_started",
     "connections_coupled",
     "connections_released",
@@ -199,6 +205,10 @@ pub const STAT_NAMES: [&str; 23] = [
     "priorities_set",
     "rules_busy",
     "never_joined",
+    "late_starts",
+    "left_at_close",
+    "evicted_stale",
+    "rejoined",
 ];
 
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
@@ -295,6 +305,9 @@ pub struct LoadOptions {
     pub handover: bool,
     /// The coupler's burst limit (`set_max_burst_pkts`), packets.
     pub max_burst_pkts: u64,
+    /// A member with no report for this long is taken out of its group (0: never); a live one
+    /// rejoins at its next report. Covers connections the kernel destroyed without `release`.
+    pub stale_s: u32,
     pub pin_dir: PathBuf,
 }
 
@@ -303,6 +316,7 @@ impl Default for LoadOptions {
         LoadOptions {
             handover: true,
             max_burst_pkts: 0,
+            stale_s: DEFAULT_STALE_S,
             pin_dir: PathBuf::from(PIN_DIR),
         }
     }
@@ -378,6 +392,7 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
             .ok_or_else(|| Error("the program's read-only data is not mapped".into()))?;
         ro.cfg_handover = u32::from(opts.handover);
         ro.cfg_max_burst_pkts = opts.max_burst_pkts;
+        ro.cfg_stale_s = opts.stale_s;
     }
     let mut sk = open
         .load()
@@ -515,6 +530,8 @@ pub struct MemberView {
     pub coordinating: bool,
     pub in_handover: bool,
     pub timed_out: bool,
+    /// Seconds since it last reported.
+    pub idle_s: u64,
 }
 
 /// One group.
@@ -645,6 +662,7 @@ fn view(key: GroupKey, v: GroupVal, now_ns: u64) -> GroupView {
             coordinating: g.coco as usize == i,
             in_handover: c.handover != 0,
             timed_out: c.ssbit != 0,
+            idle_s: (now_ns / 1_000_000_000).saturating_sub(u64::from(c.seen_s)),
         })
         .collect();
     let idx = |i: u32| {

@@ -22,16 +22,18 @@ fn missing() -> Vec<String> {
 }
 
 #[pyfunction(name = "_ccc_load")]
-#[pyo3(signature = (handover=true, max_burst_pkts=0, pin_dir=None))]
+#[pyo3(signature = (handover=true, max_burst_pkts=0, stale_s=cb::DEFAULT_STALE_S, pin_dir=None))]
 fn load<'py>(
     py: Python<'py>,
     handover: bool,
     max_burst_pkts: u64,
+    stale_s: u32,
     pin_dir: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = cb::LoadOptions {
         handover,
         max_burst_pkts,
+        stale_s,
         pin_dir: dir(pin_dir),
     };
     let l = py.detach(|| cb::load(&opts)).map_err(rt)?;
@@ -101,6 +103,7 @@ fn status<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py,
             md.set_item("coordinating", m.coordinating)?;
             md.set_item("in_handover", m.in_handover)?;
             md.set_item("timed_out", m.timed_out)?;
+            md.set_item("idle_s", m.idle_s)?;
             ms.append(md)?;
         }
         gd.set_item("members", ms)?;
