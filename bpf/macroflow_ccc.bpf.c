@@ -361,7 +361,8 @@ static __always_inline __u32 reap_next(struct mf_group_val *gv)
 
 static __always_inline int is_stale(struct mf_group_val *gv, __u32 c, __u32 now)
 {
-	return now - READ_ONCE(gv->g.m[c & (CCC_MAX_CONNS - 1)].seen_s) > cfg_stale_s;
+	/* Signed: another CPU may have written a second later than this caller's `now`. */
+	return (__s32)(now - READ_ONCE(gv->g.m[c & (CCC_MAX_CONNS - 1)].seen_s)) > (__s32)cfg_stale_s;
 }
 
 /* Under the group's lock: removes member c if it has not reported for cfg_stale_s and is not
