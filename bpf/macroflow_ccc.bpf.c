@@ -376,10 +376,15 @@ static __always_inline void reap_one(struct mf_group_val *gv, __u32 c, __u64 sel
 		return;
 	/* By id with the index as its hint, as release does (by index alone, clang folds the
 	 * member shift into a pointer the verifier cannot bound). */
-	if (ccc_leave_at(&gv->g, gv->g.m[c].conn, c) == 0)
-		count(MF_ST_EVICTED);
-	else
+	if (ccc_leave_at(&gv->g, gv->g.m[c].conn, c) != 0) {
 		count(MF_ST_ERR_LEAVE);
+		return;
+	}
+	count(MF_ST_EVICTED);
+	if (ccc_n(&gv->g) == 0) {
+		gv->empty_since_ns = (__u64)now * 1000000000ULL;
+		count(MF_ST_GROUPS_EMPTIED);
+	}
 }
 
 static __always_inline int join(struct sock *sk, struct mf_conn *st)
@@ -415,21 +420,22 @@ static __always_inline int join(struct sock *sk, struct mf_conn *st)
 		gv->key = st->key;
 		gv->gen = newgen;
 	}
-	if (ccc_n(&gv->g) == 0) {
-		/* The connection that makes the group (or refills an emptied one) decides handover. */
-		if (st->handover == MF_HANDOVER_ON)
-			gv->g.handover_enabled = 1;
-		else if (st->handover == MF_HANDOVER_OFF)
-			gv->g.handover_enabled = 0;
-		else
-			gv->g.handover_enabled = cfg_handover ? 1 : 0;
-	}
 	if (!same_key(&gv->key, &st->key)) {
 		/* The element was deleted and its memory reused for another group since the lookup. */
 		stale = 1;
 	} else {
 		gen = gv->gen;
 		reap_one(gv, reap_next(gv), st->conn, now);
+		if (ccc_n(&gv->g) == 0) {
+			/* The connection that makes the group (or refills an emptied one) decides
+			 * handover. */
+			if (st->handover == MF_HANDOVER_ON)
+				gv->g.handover_enabled = 1;
+			else if (st->handover == MF_HANDOVER_OFF)
+				gv->g.handover_enabled = 0;
+			else
+				gv->g.handover_enabled = cfg_handover ? 1 : 0;
+		}
 		rc = ccc_register(&gv->g, st->conn, st->prio_units, tp->snd_cwnd, tp->snd_ssthresh,
 				  &cw, &ss);
 		if (rc == 0) {
@@ -509,12 +515,13 @@ static __always_inline void try_join(struct sock *sk, struct mf_conn *st)
 	}
 }
 
-/* Leaves the group (release, or an init on a socket still in one). */
-static __always_inline void leave_group(struct mf_conn *st)
+/* Leaves the group (release, close, or an init on a socket still in one); 1 if it left. A member
+ * already taken out for staleness (and perhaps its group deleted since) has nothing to leave. */
+static __always_inline int leave_group(struct mf_conn *st)
 {
 	struct mf_group_val *gv;
 	__u64 now = bpf_ktime_get_ns();
-	int rc = 0, lost = 0;
+	int rc = 0;
 
 	if (st->pending) {
 		/* Closed before its handshake ended (or while its group was being remade). */
@@ -522,16 +529,14 @@ static __always_inline void leave_group(struct mf_conn *st)
 		count(MF_ST_NEVER_JOINED);
 	}
 	if (!st->coupled)
-		return;
+		return 0;
 	st->coupled = 0;
 	gv = bpf_map_lookup_elem(&groups, &st->key);
-	if (!gv) {
-		count(MF_ST_LOST);
-		return;
-	}
+	if (!gv)
+		return 0;
 	bpf_spin_lock(&gv->lock);
 	if (gv->gen != st->gen) {
-		lost = 1;
+		rc = CCC_EUNKNOWN;
 	} else {
 		rc = ccc_leave_at(&gv->g, st->conn, st->hint);
 		if (rc == 0 && ccc_n(&gv->g) == 0) {
@@ -540,10 +545,9 @@ static __always_inline void leave_group(struct mf_conn *st)
 		}
 	}
 	bpf_spin_unlock(&gv->lock);
-	if (lost)
-		count(MF_ST_LOST);
-	if (rc)
+	if (rc && rc != CCC_EUNKNOWN)
 		count(MF_ST_ERR_LEAVE);
+	return rc == 0;
 }
 
 /* A coupled connection its group no longer holds: taken out after cfg_stale_s without a report,
@@ -616,7 +620,7 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 
 	st = bpf_sk_storage_get(&conns, sk, 0, 0);
 	if (!st)
-		return; /* no init yet: late_start at its next ACK */
+		return; /* no init yet: late_start at its next cwnd event */
 	if (st->pending) {
 		/* Joining answers this callback (and keeps the verifier's paths apart). */
 		try_join(sk, st);
@@ -816,9 +820,9 @@ void BPF_PROG(mf_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	if (!st || !st->coupled)
 		return;
 	if (all_acked_after_close(sk)) {
-		leave_group(st);
+		if (leave_group(st))
+			count(MF_ST_LEFT_AT_CLOSE);
 		st->why = MF_WHY_CLOSED;
-		count(MF_ST_LEFT_AT_CLOSE);
 		return;
 	}
 	gv = bpf_map_lookup_elem(&groups, &st->key);
@@ -840,7 +844,7 @@ void BPF_PROG(mf_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	if (gv->gen == st->gen)
 		rc = ccc_on_ack_at(&gv->g, st->conn, st->hint, (struct ccc_release *)0, 0);
 	bpf_spin_unlock(&gv->lock);
-	if (rc < 0)
+	if (rc < 0 && rc != CCC_EUNKNOWN) /* unknown: taken out, it rejoins at its next report */
 		count(MF_ST_ERR_ON_ACK);
 }
 
