@@ -25,9 +25,10 @@
  *  - At most CCC_MAX_CONNS = 64 connections per group; a 65th registration is CCC_EFULL (the Rust
  *    has no limit; its vectors never ask for more than 64).
  *  Then the sum of priorities is below 2^30 and every product the core forms fits in 64 bits:
- *  shares are floor(sum * p / sum_p) = q * p + floor(r * p / sum_p) with q, r = sum / sum_p,
+ *  shares are round(sum * p / sum_p) = q * p + round(r * p / sum_p) with q, r = sum / sum_p,
  *  sum % sum_p (r * p < 2^54), exactly what the Rust computes in 128 bits; `scale` is computed the
- *  same way. Every division floors, as in the Rust. Should a remainder product ever exceed 64 bits
+ *  same way. Shares round to the nearest packet (halves up); every other division floors, as in
+ *  the Rust. Should a remainder product ever exceed 64 bits
  *  (a told window above 2^32 through a huge burst limit), ccc_muldiv_small forms the 128-bit
  *  product and divides it exactly (Knuth's algorithm D, branch-free), so the result is still the
  *  Rust's.
@@ -282,10 +283,11 @@ static __always_inline __u64 ccc_muldiv_small(__u64 a, __u64 b, __u64 d)
 	return (small & (0 - fits)) | (((q1 << 32) + q0) & (fits - 1));
 }
 
-/* Int::share: floor(sum * p / sum_p), at most sum; 0 while sum_p is 0. */
+/* Int::share: sum * p / sum_p rounded to the nearest packet (halves up), at most sum; 0 while
+ * sum_p is 0. */
 static __always_inline __u64 ccc_share(__u64 p, __u64 sum, __u64 sum_p)
 {
-	__u64 q, r;
+	__u64 q, r, f, rem;
 
 	if (sum_p == 0)
 		return 0;
@@ -293,8 +295,12 @@ static __always_inline __u64 ccc_share(__u64 p, __u64 sum, __u64 sum_p)
 		return sum; /* sum * p / sum_p >= sum: the Rust's min(sum) */
 	q = sum / sum_p;
 	r = sum % sum_p;
-	/* q * p < q * sum_p <= sum: no overflow. */
-	return q * p + ccc_muldiv_small(r, p, sum_p);
+	f = ccc_muldiv_small(r, p, sum_p);
+	/* The remainder of r * p / sum_p, exact in wrapping 64-bit arithmetic (it is below sum_p). */
+	rem = r * p - f * sum_p;
+	/* q * p < q * sum_p <= sum, and q * p + f + 1 <= q * p + r <= sum (r * p / sum_p < r): no
+	 * overflow, never above sum. */
+	return q * p + f + (rem >= sum_p - rem);
 }
 
 /* Int::scale: floor(w * num / den), den > 0; truncated to 64 bits as the Rust's `as u64`. */

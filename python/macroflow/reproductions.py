@@ -614,6 +614,35 @@ def _t93l_parts(seeds: int, duration_s: float) -> List[Part]:
     return parts
 
 
+#: Fig. 9.12's throughput ratio is measured from here to the end: the two flows start at random in
+#: the first second, and the one that starts first holds most of the path until the coupling has
+#: evened them out (1.9:1 over the first 5 s at equal priorities on kernel TCP, seed 1), a start-up
+#: transient that says nothing about the split the priorities ask for. The whole-run ratio is
+#: printed beside it.
+T93L_STEADY_FROM_S = 5.0
+
+
+def _pair_rates(path: Any, t0_s: float) -> Tuple[float, float, float]:
+    """Flows 0 and 1 of a run: (throughput ratio from `t0_s` to the last common sample, from their
+    delivered bytes; whole-run goodput ratio; ratio of their mean cwnd samples from `t0_s`)."""
+    res = load_results(path)
+    g = res["flows"].column("goodput_bps").to_pylist()
+    t = res["flow_samples"].to_pydict()
+    got: Dict[int, Dict[float, Tuple[float, float]]] = {0: {}, 1: {}}
+    for ts, f, b, w in zip(t["t_s"], t["flow"], t["delivered_bytes"], t["cwnd_pkts"]):
+        if f in got and ts >= t0_s and b is not None:
+            got[f][round(ts, 3)] = (float(b), float("nan") if w is None else float(w))
+    common = sorted(set(got[0]) & set(got[1]))
+    nan = float("nan")
+    whole = g[0] / g[1] if g[1] else nan
+    if len(common) < 2:
+        return nan, whole, nan
+    a, z = common[0], common[-1]
+    d0, d1 = got[0][z][0] - got[0][a][0], got[1][z][0] - got[1][a][0]
+    w0, w1 = sum(got[0][x][1] for x in common), sum(got[1][x][1] for x in common)
+    return (d0 / d1 if d1 > 0 else nan), whole, (w0 / w1 if w1 > 0 else nan)
+
+
 def _corr(a: Sequence[float], b: Sequence[float]) -> float:
     if len(a) < 3 or len(a) != len(b):
         return float("nan")
@@ -661,17 +690,20 @@ def _t93l_checks(runs: Mapping[str, List[Dict[str, Any]]]) -> List[Check]:
             out.append(Check(f"{n} flows, {cw}: aggregate goodput, coupled vs one reno flow (Fig. 9.10)",
                              "within 5 %", f"{beside(_mbps, cl, cs)} vs one flow {beside(_mbps, ol, os_)} ({rel:+.1%})", ok, note))
     for r in PRIORITY_RATIOS:
-        got: Dict[str, Samples] = {}
+        got: Dict[Tuple[str, str], Samples] = {}
         for engine in T93L_ENGINES:
-            xs: Samples = []
             for run in _by(runs[f"{engine}-priority"], priority_ratio=r):
-                g = load_results(run["path"])["flows"].column("goodput_bps").to_pylist()
-                xs.append((int(run["seed"]), g[0] / g[1] if g[1] > 0 else float("nan")))
-            got[engine] = sorted(xs)
-        lx, sm = _mean(_values(got["linux"])), _mean(_values(got["sim"]))
+                for kind, x in zip(("steady", "whole", "cwnd"), _pair_rates(run["path"], T93L_STEADY_FROM_S)):
+                    got.setdefault((engine, kind), []).append((int(run["seed"]), x))
+        m = {k: _mean(_values(sorted(v))) for k, v in got.items()}
+        lx = m[("linux", "steady")]
         ok = abs(lx - r) <= 0.05 * r
-        out.append(Check(f"priority {r}:1: throughput ratio of the two flows (Fig. 9.12)", f"{r} +- 5 %",
-                         f"linux {lx:.2f} (sim {sm:.2f})", ok, f"Over seeds (linux): {_range(got['linux'], lambda x: f'{x:.2f}')}."))
+        out.append(Check(f"priority {r}:1: throughput ratio of the two flows from {T93L_STEADY_FROM_S:g} s (Fig. 9.12)",
+                         f"{r} +- 5 %", f"linux {lx:.2f} (sim {m[('sim', 'steady')]:.2f})", ok,
+                         f"Over seeds (linux): {_range(sorted(got[('linux', 'steady')]), lambda x: f'{x:.2f}')}. "
+                         f"Whole run, start-up included: linux {m[('linux', 'whole')]:.2f}, sim {m[('sim', 'whole')]:.2f}. "
+                         f"Ratio of the mean cwnd samples from {T93L_STEADY_FROM_S:g} s: linux {m[('linux', 'cwnd')]:.2f}, "
+                         f"sim {m[('sim', 'cwnd')]:.2f}."))
     shares: Dict[str, List[float]] = {"linux": [], "sim": []}
     corrs: Dict[str, List[float]] = {"linux": [], "sim": []}
     for engine in T93L_ENGINES:

@@ -1060,10 +1060,11 @@ fn run_both(handover: bool, ops: &[(usize, RenoOp)]) -> Result<Agreement, TestCa
 }
 
 /// Both modes over 2,000 seeded random sequences: the share of ops after which their decisions
-/// differ, and how far their aggregates drift apart (printed). Measured (seed [14; 32]): 4.4 % of
-/// ops without handover, 6.0 % with; the largest gap of a sequence is 0 at the median and 9 % of
-/// the aggregate at the 90th percentile. Once a threshold decision differs (a timed-out
-/// connection back within a packet of its floored share, say) the two are different, equally
+/// differ, and how far their aggregates drift apart (printed). Measured (seed [14; 32]): 2.9 % of
+/// ops without handover, 3.7 % with (4.4 % and 6.0 % when integer shares were floored, not
+/// rounded); the largest gap of a sequence is 0 at the median and 9 % of the aggregate at the
+/// 90th percentile. Once a threshold decision differs (a timed-out
+/// connection back within a packet of its rounded share, say) the two are different, equally
 /// valid executions, and their windows part: so the bounds are on how often, not on how far.
 fn compare_modes(handover: bool) {
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -1103,10 +1104,11 @@ fn compare_modes(handover: bool) {
 }
 
 proptest! {
-    /// The integer arithmetic is the float one, floored: shares, the loss reduction and scaling
-    /// of whole-packet windows differ by less than one packet (plus the float rounding).
+    /// The integer arithmetic is the float one, shares rounded to the nearest packet (within half
+    /// a packet, never above the aggregate) and the loss reduction and scaling of whole-packet
+    /// windows floored (less than one packet below), plus the float rounding.
     #[test]
-    fn integer_arithmetic_is_the_float_one_floored(
+    fn integer_arithmetic_is_the_float_one_rounded_or_floored(
         sum in 0u64..=1 << 32,
         ps in prop::collection::vec(1u64..=1 << 32, 1..8),
         ssthresh in 0u64..=1 << 20,
@@ -1119,7 +1121,7 @@ proptest! {
         let tol = |x: f64| 1.0 + x * 1e-12;
         for &p in &ps {
             let (i, f) = (Int::share(p, sum, &isum) as f64, Float::share(Int::priority_f64(p), sum as f64, &fsum));
-            prop_assert!(i <= f + f * 1e-12 && f - i < tol(f), "share {} vs {}", i, f);
+            prop_assert!((i - f).abs() <= 0.5 + f * 1e-12 && i <= sum as f64, "share {} vs {}", i, f);
         }
         let (i, f) = (Int::reduce(sum, ssthresh, told) as f64, Float::reduce(sum as f64, ssthresh as f64, told as f64));
         prop_assert!(i <= f + f * 1e-12 && f - i < tol(f), "reduce {} vs {}", i, f);

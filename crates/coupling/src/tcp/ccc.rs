@@ -89,7 +89,7 @@
 //!    ([`super::MIN_CWND_PKTS`]: a smaller share would stall it for good) nor less than two of
 //!    ssthresh (RFC 5681). In the float mode shares are `(P / sum_P) * sum`, so every accepted
 //!    priority (down to 5e-324, up to 1e12) gives a finite share no larger than the aggregate; the
-//!    integer mode ([`super::arith::Int`]) computes `floor(P * sum / sum_P)` exactly in 128 bits,
+//!    integer mode ([`super::arith::Int`]) computes `round(P * sum / sum_P)` exactly in 128 bits,
 //!    with priorities of at least 2^-16.
 
 use super::arith::{
