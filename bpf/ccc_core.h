@@ -298,9 +298,10 @@ static __always_inline __u64 ccc_share(__u64 p, __u64 sum, __u64 sum_p)
 	f = ccc_muldiv_small(r, p, sum_p);
 	/* The remainder of r * p / sum_p, exact in wrapping 64-bit arithmetic (it is below sum_p). */
 	rem = r * p - f * sum_p;
-	/* q * p < q * sum_p <= sum, and q * p + f + 1 <= q * p + r <= sum (r * p / sum_p < r): no
-	 * overflow, never above sum. */
-	return q * p + f + (rem >= sum_p - rem);
+	/* Up by one iff rem >= sum_p - rem, compared without a branch (a branch here forks the
+	 * verifier's walk of every caller). q * p < q * sum_p <= sum, and q * p + f + 1 <= q * p + r
+	 * <= sum (r * p / sum_p < r): no overflow, never above sum. */
+	return q * p + f + (1 - ccc_gt(sum_p - rem, rem));
 }
 
 /* Int::scale: floor(w * num / den), den > 0; truncated to 64 bits as the Rust's `as u64`. */

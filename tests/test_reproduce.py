@@ -187,15 +187,14 @@ def test_thesis_9_3_linux_plans_runs_on_both_engines():
 def test_the_priority_ratio_of_fig_9_12_is_measured_after_the_start_up(tmp_path: pathlib.Path) -> None:
     """Fig. 9.12's throughput ratio counts the bytes the two flows deliver from 5 s on (the start-up
     transient, when the first flow to start holds the path, is left out); the whole-run goodput
-    ratio and the cwnd ratio come with it. A 3:1 pair on the simulator gives 3 within 5 %."""
-    import random
-
+    ratio and the cwnd ratio come with it. A 3:1 pair on the simulator gives 3 within 5 %, and the
+    Fig. 9.12 figure plots the same bytes."""
     from macroflow.api import run
     from macroflow.reproductions import T93L_CCC, T93L_STEADY_FROM_S, _pair_rates, _t93l_dumbbell, validate
 
-    rng = random.Random(1)
-    fl = [{"start_s": round(rng.uniform(0.0, 1.0), 6), "priority": 3.0},
-          {"start_s": round(rng.uniform(0.0, 1.0), 6), "priority": 1.0}]
+    # Flow 2 starts at 3 s: the first flow has the path to itself until then, which the whole-run
+    # ratio counts and the ratio from 5 s does not.
+    fl = [{"start_s": 0.1, "priority": 3.0}, {"start_s": 3.0, "priority": 1.0}]
     p = run(validate(_t93l_dumbbell(fl, T93L_CCC, "self_similar", 1, 40.0, "prio"), "prio"), out=str(tmp_path / "r"))
     steady, whole, cwnd = _pair_rates(p, T93L_STEADY_FROM_S)
     res = load_results(p)
@@ -205,6 +204,11 @@ def test_the_priority_ratio_of_fig_9_12_is_measured_after_the_start_up(tmp_path:
     assert steady == pytest.approx((d[0][-1] - d[0][0]) / (d[1][-1] - d[1][0]))
     g = res["flows"].column("goodput_bps").to_pylist()
     assert whole == pytest.approx(g[0] / g[1])
-    assert abs(steady - 3.0) <= 0.15 and abs(cwnd - 3.0) <= 0.15, (steady, whole, cwnd)
+    # (Goodput is per flow over its own active time, so the head start shows less than it would in bytes.)
+    assert abs(steady - 3.0) <= 0.15 and abs(cwnd - 3.0) <= 0.15 and whole > steady + 0.05, (steady, whole, cwnd)
     # Nothing common after the end: no ratio rather than a made-up one.
     assert math.isnan(_pair_rates(p, 1e9)[0])
+    from macroflow.reports import _delivered_from
+
+    b = _delivered_from(p, T93L_STEADY_FROM_S)
+    assert b[0] / b[1] == pytest.approx(steady)

@@ -481,8 +481,9 @@ def test_the_integer_window_mode_keeps_whole_packets_and_refuses_tiny_priorities
         c.register(2, 3.0, 10.0, 100.0)
     assert g.sum_cwnd == 20.0 and f.sum_cwnd == 20.7
     r = g.update(2, 40.0, 100.0, "SS", in_flight_pkts=40.0)
-    # The aggregate slow-starts (every increase counts): 20 + 30 = 50; 3/4 of it is 37.5, floored.
-    assert g.sum_cwnd == 50.0 and r.cwnd_pkts == 37.0
+    # The aggregate slow-starts (every increase counts): 20 + 30 = 50; 3/4 of it is 37.5, rounded to
+    # the nearest packet (halves up).
+    assert g.sum_cwnd == 50.0 and r.cwnd_pkts == 38.0
     assert g.conn(1).priority == 1.0 and g.conn(2).priority == 3.0
     h = mf.TcpCoupler("ccc_handover_int")
     h.register(1, 1.0, 10.0, 100.0)

@@ -297,8 +297,8 @@ class TcpCoupler:
 
     ``kind``: "ccc" (ctrlTCP / TCP-CCC), "ccc_handover" (with ack-clocked handover of a joining
     connection's share), "ccc_int" and "ccc_handover_int" (the same in the integer window mode:
-    whole-packet windows, priorities in units of 2^-16 (smaller ones are refused), every division
-    floored, as the kernel port computes), "etcp" (Ensemble TCP baseline) or "efcm" (EFCM
+    whole-packet windows, priorities in units of 2^-16 (smaller ones are refused), shares rounded
+    to the nearest packet and every other division floored, as the kernel port computes), "etcp" (Ensemble TCP baseline) or "efcm" (EFCM
     baseline).
 
     No answer lets a connection send a larger burst than its own controller would, plus

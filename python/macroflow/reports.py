@@ -139,22 +139,39 @@ def _spec_figures(runs: List[Dict[str, Any]], specs: List[Dict[str, Any]], label
         elif spec["kind"] == "share":
             x, flow = spec["x"], int(spec.get("flow", 0))
             xlabel = spec.get("xlabel", x)
+            from_s = spec.get("from_s")
             shares: Dict[Any, List[float]] = {}
             for r in runs:
                 if x not in r["params"]:
                     continue
-                g = load_results(r["path"])["flows"].column("goodput_bps").to_pylist()
+                g = _delivered_from(r["path"], float(from_s)) if from_s is not None else \
+                    load_results(r["path"])["flows"].column("goodput_bps").to_pylist()
                 total = sum(g)
                 shares.setdefault(r["params"][x], []).append(g[flow] / total if total > 0 and flow < len(g) else float("nan"))
             ideal = {v: float(i) for v, i in spec.get("ideal", [])}
             fig = share_vs_param(shares, ideal, xlabel, label=spec.get("label", "measured"), ideal_label=spec.get("ideal_label", "ideal"))
             out.append(f"<h3>Against {html.escape(xlabel)}</h3>")
-            out.append(_img(fig, f"flow {flow + 1}'s share of the aggregate TCP goodput against the {xlabel}, measured "
+            since = f" from {float(from_s):g} s to the end" if from_s is not None else ""
+            out.append(_img(fig, f"flow {flow + 1}'s share of the aggregate TCP goodput{since} against the {xlabel}, measured "
                                  f"(mean over seeds, bars from min to max) and ideal."))
         else:
             raise ValueError(f"unknown figure kind {spec['kind']!r} in reproduction.json")
         runs = runs_all
     return out
+
+
+def _delivered_from(path: Any, from_s: float) -> List[float]:
+    """Bytes each TCP flow of a run delivered from its first sample at or after `from_s` to its
+    last sample (0 for a flow with fewer than two such samples)."""
+    res = load_results(path)
+    t = res["flow_samples"].to_pydict()
+    first: Dict[int, float] = {}
+    last: Dict[int, float] = {}
+    for ts, f, b in zip(t["t_s"], t["flow"], t["delivered_bytes"]):
+        if ts >= from_s and b is not None:
+            first.setdefault(f, float(b))
+            last[f] = float(b)
+    return [last.get(f, 0.0) - first.get(f, 0.0) for f in range(res["flows"].num_rows)]
 
 
 def _parts_figures(store: pathlib.Path, specs: List[Dict[str, Any]], labels: Dict[str, str]) -> List[str]:

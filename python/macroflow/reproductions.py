@@ -604,7 +604,7 @@ def _t93l_parts(seeds: int, duration_s: float) -> List[Part]:
             Part(f"{engine}-priority", f"Two coupled flows with priority ratio r:1: {where} (Fig. 9.12)", prio,
                  {"priority_ratio": list(PRIORITY_RATIOS)},
                  figures=[{"kind": "share", "x": "priority_ratio", "xlabel": "priority ratio r (P1:P2 = r:1)", "flow": 0,
-                           "label": f"flow 1 ({engine})", "ideal_label": "ideal r/(r+1)",
+                           "from_s": T93L_STEADY_FROM_S, "label": f"flow 1 ({engine})", "ideal_label": "ideal r/(r+1)",
                            "ideal": [[r, r / (r + 1)] for r in PRIORITY_RATIOS]}]),
             Part(f"{engine}-fig96", f"Priorities 0.75 and 0.25, the second connection joining at 30 s: {where} "
                  f"(Fig. 9.6)", fig96, {"case": ["0.75/0.25"]}),
@@ -618,7 +618,7 @@ def _t93l_parts(seeds: int, duration_s: float) -> List[Part]:
 #: the first second, and the one that starts first holds most of the path until the coupling has
 #: evened them out (1.9:1 over the first 5 s at equal priorities on kernel TCP, seed 1), a start-up
 #: transient that says nothing about the split the priorities ask for. The whole-run ratio is
-#: printed beside it.
+#: printed beside it (and Fig. 9.12's figure plots the share from here too).
 T93L_STEADY_FROM_S = 5.0
 
 
@@ -695,7 +695,9 @@ def _t93l_checks(runs: Mapping[str, List[Dict[str, Any]]]) -> List[Check]:
             for run in _by(runs[f"{engine}-priority"], priority_ratio=r):
                 for kind, x in zip(("steady", "whole", "cwnd"), _pair_rates(run["path"], T93L_STEADY_FROM_S)):
                     got.setdefault((engine, kind), []).append((int(run["seed"]), x))
-        m = {k: _mean(_values(sorted(v))) for k, v in got.items()}
+        nan = float("nan")
+        m = {(e, k): _mean(_values(sorted(got.get((e, k), [])))) if got.get((e, k)) else nan
+             for e in T93L_ENGINES for k in ("steady", "whole", "cwnd")}
         lx = m[("linux", "steady")]
         ok = abs(lx - r) <= 0.05 * r
         out.append(Check(f"priority {r}:1: throughput ratio of the two flows from {T93L_STEADY_FROM_S:g} s (Fig. 9.12)",

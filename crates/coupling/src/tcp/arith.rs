@@ -16,7 +16,9 @@
 //! thesis-9.3-linux testbed, where cwnd ratios 2.03, 3.04, 4.16, 5.25 matched
 //! `(r S/(r+1) - 1/2) / (S/(r+1) - 1/2)`), and the floors of every member's reassignment took
 //! packets out of the aggregate. The dissertation's FreeBSD ctrlTCP kept windows in bytes, where
-//! this bias is negligible; rounding to the nearest packet is unbiased.
+//! this bias is negligible; rounding to the nearest packet is unbiased. The windows told to a
+//! group's members may then add up to more than `sum_cwnd`, by at most half a packet each (two
+//! equal connections of an aggregate of 15 are told 8 each); under flooring they added up to less.
 //!
 //! The coupling algorithm (`ccc.rs`) is written once, generic over [`Arith`]; tests run the two
 //! against each other.
