@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc fuzz-tiu clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -71,6 +71,15 @@ bench-sim: deps
 	$(PY) bench/sim_vs_peers.py
 
 # The issue-13 fuzzers (scenario files and the API) for 10 minutes each.
+# The TiU wire format's fuzz targets (issue 17), 10 million executions each (cargo-fuzz needs nightly;
+# both are installed here if missing).
+FUZZ_RUNS ?= 10000000
+fuzz-tiu:
+	rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	cd crates/tiu/fuzz && for t in parse translate; do \
+	  $(CARGO) +nightly fuzz run $$t -O -- -runs=$(FUZZ_RUNS) -max_len=512 2>&1 | grep -E '^Done|ERROR|panicked' || exit 1; done
+
 bench-fuzz: build
 	$(PY) bench/fuzz.py --minutes 10
 
