@@ -13,8 +13,7 @@
 //! longer (the encapsulated ports). Datagrams over 65,535 bytes (IPv6 jumbograms) are refused.
 
 use crate::wire::{
-    self, classify, Content, Flags, Kind, Packet, Repr, Setup, MAX_CONN_ID, TCP_HEADER_LEN,
-    UDP_HEADER_LEN,
+    self, classify, Content, Flags, Kind, Packet, Repr, Setup, TCP_HEADER_LEN, UDP_HEADER_LEN,
 };
 use crate::Error;
 use smoltcp::wire::{IpAddress, TcpPacket, UdpPacket};
@@ -77,12 +76,6 @@ pub fn tcp_to_tiu(
             dst_port: seg.dst_port(),
         }
     } else {
-        if conn_id > MAX_CONN_ID {
-            return Err(Error::BadConnId(conn_id));
-        }
-        if wire::setup_option(options)?.is_some() {
-            return Err(Error::BadSetupOption);
-        }
         Kind::Data { conn_id }
     };
     let repr = Repr {
@@ -94,6 +87,8 @@ pub fn tcp_to_tiu(
         options,
         payload: seg.payload(),
     };
+    // The Connection ID's range and the Setup option's rules (none on data, 255 only on a
+    // SYN-ACK), as `Repr::parse` applies them on the way back.
     repr.check()?;
     let total = UDP_HEADER_LEN + repr.buffer_len();
     let udp_len = u16::try_from(total).map_err(|_| Error::TooLong)?;
@@ -116,6 +111,9 @@ fn tcp_u32(tcp: &[u8], at: usize) -> u32 {
 pub struct Decapsulated {
     /// The TCP segment, with a correct checksum and urgent pointer 0.
     pub tcp: Vec<u8>,
+    /// The datagram's UDP (source, destination) ports: with the addresses, which TiU port pair
+    /// (and so which Connection ID table) it came on.
+    pub udp_ports: (u16, u16),
     /// The Connection ID of a data segment, or the Setup option of a SYN/SYN-ACK.
     pub id: Id,
 }
@@ -182,7 +180,11 @@ pub fn tiu_to_tcp(
     tcp[TCP_HEADER_LEN..header_len].copy_from_slice(repr.options);
     tcp[header_len..].copy_from_slice(repr.payload);
     TcpPacket::new_unchecked(&mut tcp[..]).fill_checksum(&addrs.src, &addrs.dst);
-    Ok(Decapsulated { tcp, id })
+    Ok(Decapsulated {
+        tcp,
+        udp_ports: (d.src_port(), d.dst_port()),
+        id,
+    })
 }
 
 /// The UDP checksum over the pseudo-header and the datagram. (smoltcp's `verify_checksum` takes 0

@@ -24,13 +24,22 @@
 //!   both headers, and a TiU data segment is exactly as long as the TCP segment (the 8 bytes of
 //!   ports, checksum and urgent pointer it drops are the UDP header's 8).
 //! - **Reserved bits** of the SYN header (the low nibble and the bit where URG was) must be 0;
-//!   a SYN header with any of them set is refused (`Error::Reserved`), never guessed at.
+//!   a SYN header with any of them set is refused (`Error::Reserved`), never guessed at. (TCP
+//!   ignores reserved bits on receipt; refusing them is what keeps `parse` exactly the inverse of
+//!   `emit`, so no two datagrams decapsulate to one segment.)
 //! - **The ExID** of the TiU-Setup option is "TBD" in the draft (sec. 6): no value is assigned.
-//!   We use [`SETUP_EXID`] (0x5469, "Ti"), a 16-bit RFC 6994 ExID. An experimental option (Kind
-//!   253) with another ExID is someone else's and is passed over.
+//!   We use [`SETUP_EXID`] = 0x524A, the value of the TiU dissector in github.com/kristahi/dpkt
+//!   (`dpkt/tcpinudp.py`, `TIU_SETUPOPT = fd 05 52 4a`), apparently written alongside the
+//!   dissertation's FreeBSD implementation. An experimental option (Kind 253) with another ExID
+//!   is someone else's and is passed over. That dissector also marks a SYN header with Data
+//!   Offset 4 and takes its length from the datagram; we follow the draft (Data Offset >= 5 in
+//!   both headers, as the STUN distinction needs), so the two do not interoperate on SYNs.
 //! - **Setup option length** is 5 (Fig. 3); one with our ExID and another length, a Connection ID
 //!   of 32-254, or two Setup options in one segment are refused. A SYN header without one is
 //!   refused: "every TiU SYN or TiU SYN-ACK packet also carries at least the TiU-Setup option".
+//!   255 (refused) is a SYN-ACK's answer only: on a SYN without ACK it is refused too.
+//! - **The urgent pointer** is not carried: TiU has no URG flag, and without URG the pointer
+//!   means nothing (RFC 9293 sec. 3.1); decapsulated segments carry 0.
 //! - **What else the UDP port carries** (sec. 3.1.1.2): a first nibble of 5-15 is a TiU TCP
 //!   header; 0-3 (the top two bits zero) is STUN's; 4 is neither ([`classify`]).
 
@@ -55,7 +64,7 @@ pub const SETUP_KIND: u8 = 253;
 /// The Setup option's length in bytes (kind, length, ExID, Connection ID).
 pub const SETUP_LEN: usize = 5;
 /// Our 16-bit ExID for the Setup option (the draft leaves it TBD).
-pub const SETUP_EXID: u16 = 0x5469;
+pub const SETUP_EXID: u16 = 0x524a;
 
 /// The TCP flags TiU carries. The URG flag has no place (its bit is the Connection ID's lowest
 /// one), so a segment with URG set cannot be carried.
@@ -152,13 +161,10 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// header its Data Offset and SYN flag call for (else `Truncated`).
     pub fn check_len(&self) -> Result<(), Error> {
         let b = self.buffer.as_ref();
-        if b.len() < 2 {
-            return Err(Error::Truncated);
-        }
-        if classify(b) != Content::Tiu {
+        if !b.is_empty() && classify(b) != Content::Tiu {
             return Err(Error::NotTiu);
         }
-        if b.len() < self.header_len() {
+        if b.len() < 2 || b.len() < self.header_len() {
             return Err(Error::Truncated);
         }
         Ok(())
@@ -194,10 +200,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn ack_number(&self) -> u32 {
         be32(&self.buffer.as_ref()[field::ACK])
     }
-    /// The encapsulated TCP ports of a SYN header (source, destination).
-    pub fn encap_ports(&self) -> (u16, u16) {
+    /// The encapsulated TCP ports of a SYN header (source, destination); `None` on a data header.
+    pub fn encap_ports(&self) -> Option<(u16, u16)> {
         let b = self.buffer.as_ref();
-        (be16(&b[field::ENC_SRC]), be16(&b[field::ENC_DST]))
+        self.is_syn()
+            .then(|| (be16(&b[field::ENC_SRC]), be16(&b[field::ENC_DST])))
     }
     /// The length of the TCP options: `DO * 4 - 20`.
     pub fn options_len(&self) -> usize {
@@ -244,7 +251,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     pub fn set_ack_number(&mut self, v: u32) {
         self.buffer.as_mut()[field::ACK].copy_from_slice(&v.to_be_bytes());
     }
+    /// Writes the encapsulated ports of a SYN header (set the SYN flag first: a data header has
+    /// none, and this panics on one).
     pub fn set_encap_ports(&mut self, src: u16, dst: u16) {
+        assert!(self.is_syn(), "encapsulated ports belong to a SYN header");
         let b = self.buffer.as_mut();
         b[field::ENC_SRC].copy_from_slice(&src.to_be_bytes());
         b[field::ENC_DST].copy_from_slice(&dst.to_be_bytes());
@@ -292,25 +302,18 @@ impl<'a> Repr<'a> {
         let b: &'a [u8] = packet.buffer.as_ref();
         let p = Packet::new_unchecked(b);
         let (options, payload) = (&b[p.options_range()], &b[p.header_len()..]);
-        let kind = if p.is_syn() {
-            if p.conn_id() != 0 {
-                return Err(Error::Reserved);
+        let kind = match p.encap_ports() {
+            Some((src_port, dst_port)) => {
+                if p.conn_id() != 0 {
+                    return Err(Error::Reserved);
+                }
+                Kind::Syn { src_port, dst_port }
             }
-            match setup_option(options)? {
-                Some(_) => {}
-                None => return Err(Error::NoSetupOption),
-            }
-            let (src_port, dst_port) = p.encap_ports();
-            Kind::Syn { src_port, dst_port }
-        } else {
-            // A Setup option belongs on a SYN only; on a data segment it is malformed TiU.
-            if setup_option(options)?.is_some() {
-                return Err(Error::BadSetupOption);
-            }
-            Kind::Data {
+            None => Kind::Data {
                 conn_id: p.conn_id(),
-            }
+            },
         };
+        setup_rule(kind, p.flags(), options)?;
         Ok(Repr {
             kind,
             flags: p.flags(),
@@ -340,9 +343,10 @@ impl<'a> Repr<'a> {
         fixed + self.options.len()
     }
 
-    /// Checks what `emit` needs: options a multiple of 4 and at most 40 bytes (else `BadOptions`),
-    /// a Connection ID of at most 31 (`BadConnId`), SYN set exactly on a SYN kind and URG never
-    /// (`BadFlags`).
+    /// Checks that `emit` writes a header `parse` reads back as this Repr: options a multiple of
+    /// 4 and at most 40 bytes (else `BadOptions`), a Connection ID of at most 31 (`BadConnId`), SYN
+    /// set exactly on a SYN kind (`BadFlags`), URG never (`Urgent`), and the Setup option rules
+    /// ([`setup_rule`]).
     pub fn check(&self) -> Result<(), Error> {
         if self.options.len() % 4 != 0 || self.options.len() > 40 {
             return Err(Error::BadOptions);
@@ -351,11 +355,14 @@ impl<'a> Repr<'a> {
             return Err(Error::Urgent);
         }
         match self.kind {
-            Kind::Data { conn_id } if conn_id > MAX_CONN_ID => Err(Error::BadConnId(conn_id)),
-            Kind::Data { .. } if self.flags.syn() => Err(Error::BadFlags),
-            Kind::Syn { .. } if !self.flags.syn() => Err(Error::BadFlags),
-            _ => Ok(()),
+            Kind::Data { conn_id } if conn_id > MAX_CONN_ID => {
+                return Err(Error::BadConnId(conn_id))
+            }
+            Kind::Data { .. } if self.flags.syn() => return Err(Error::BadFlags),
+            Kind::Syn { .. } if !self.flags.syn() => return Err(Error::BadFlags),
+            _ => {}
         }
+        setup_rule(self.kind, self.flags, self.options)
     }
 
     /// Writes the header and payload into `packet`'s buffer, which must be at least
@@ -438,6 +445,20 @@ impl Setup {
             return Err(Error::BadSetupOption);
         }
         Setup::from_value(bytes[4]).map(Some)
+    }
+}
+
+/// Where the Setup option may stand, for `Repr::parse` and `Repr::check` alike: exactly one on a
+/// SYN header (`NoSetupOption`), 255 only with ACK (a SYN-ACK's refusal; `BadSetupOption` on a
+/// SYN), none on a data header (`BadSetupOption`); and the option list well formed (`BadOptions`).
+pub fn setup_rule(kind: Kind, flags: Flags, options: &[u8]) -> Result<(), Error> {
+    match (kind, setup_option(options)?) {
+        (Kind::Syn { .. }, None) => Err(Error::NoSetupOption),
+        (Kind::Syn { .. }, Some(Setup::Refused)) if flags.bits() & Flags::ACK == 0 => {
+            Err(Error::BadSetupOption)
+        }
+        (Kind::Data { .. }, Some(_)) => Err(Error::BadSetupOption),
+        _ => Ok(()),
     }
 }
 

@@ -84,11 +84,11 @@ const TIU_DATA_22: [u8; 26] = [
 ];
 
 /// A TCP SYN: ports 40000 -> 5201, seq 0xdeadbeef, DO 8, SYN, window 0xfaf0, options MSS 1460,
-/// three NOPs and the Setup option for ID 7 (Fig. 3: Kind 253, Length 5, ExID 0x5469, 7).
+/// three NOPs and the Setup option for ID 7 (Fig. 3: Kind 253, Length 5, ExID 0x524a, 7).
 const TCP_SYN: [u8; 32] = [
     0x9c, 0x40, 0x14, 0x51, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x00, 0x00, 0x00, 0x80, 0x02, 0xfa, 0xf0,
     0x12, 0x34, 0x00, 0x00, // checksum (dropped), urgent pointer
-    0x02, 0x04, 0x05, 0xb4, 0x01, 0x01, 0x01, 0xfd, 0x05, 0x54, 0x69, 0x07,
+    0x02, 0x04, 0x05, 0xb4, 0x01, 0x01, 0x01, 0xfd, 0x05, 0x52, 0x4a, 0x07,
 ];
 
 /// Fig. 2: the Data Offset/flags/window word first, seq, ack, then the encapsulated ports.
@@ -96,7 +96,7 @@ const TIU_SYN: [u8; 28] = [
     0x80, 0x02, 0xfa, 0xf0, // DO 8 | reserved 0, SYN, window
     0xde, 0xad, 0xbe, 0xef, 0x00, 0x00, 0x00, 0x00, // seq, ack
     0x9c, 0x40, 0x14, 0x51, // encapsulated source and destination ports
-    0x02, 0x04, 0x05, 0xb4, 0x01, 0x01, 0x01, 0xfd, 0x05, 0x54, 0x69, 0x07,
+    0x02, 0x04, 0x05, 0xb4, 0x01, 0x01, 0x01, 0xfd, 0x05, 0x52, 0x4a, 0x07,
 ];
 
 fn udp(addrs: Addrs, payload: &[u8]) -> Vec<u8> {
@@ -170,6 +170,7 @@ fn a_syn_becomes_fig_2_four_bytes_longer_and_back() {
             back,
             Decapsulated {
                 tcp: expect_tcp(addrs, &TCP_SYN),
+                udp_ports: UDP_PORTS,
                 id: Id::Syn(Setup::Id(7))
             }
         );
@@ -187,26 +188,26 @@ fn a_syn_becomes_fig_2_four_bytes_longer_and_back() {
 
 #[test]
 fn the_setup_option_is_fig_3_and_a_refusal_is_255() {
-    assert_eq!(Setup::Id(7).to_bytes(), [253, 5, 0x54, 0x69, 7]);
-    assert_eq!(Setup::Refused.to_bytes(), [253, 5, 0x54, 0x69, 255]);
+    assert_eq!(Setup::Id(7).to_bytes(), [253, 5, 0x52, 0x4a, 7]);
+    assert_eq!(Setup::Refused.to_bytes(), [253, 5, 0x52, 0x4a, 255]);
     assert_eq!(
-        Setup::parse(&[253, 5, 0x54, 0x69, 31]),
+        Setup::parse(&[253, 5, 0x52, 0x4a, 31]),
         Ok(Some(Setup::Id(31)))
     );
     assert_eq!(
-        Setup::parse(&[253, 5, 0x54, 0x69, 255]),
+        Setup::parse(&[253, 5, 0x52, 0x4a, 255]),
         Ok(Some(Setup::Refused))
     );
     assert_eq!(
-        Setup::parse(&[253, 5, 0x54, 0x69, 32]),
+        Setup::parse(&[253, 5, 0x52, 0x4a, 32]),
         Err(Error::BadSetupOption)
     );
     assert_eq!(
-        Setup::parse(&[253, 5, 0x54, 0x69, 254]),
+        Setup::parse(&[253, 5, 0x52, 0x4a, 254]),
         Err(Error::BadSetupOption)
     );
     assert_eq!(
-        Setup::parse(&[253, 6, 0x54, 0x69, 7, 0]),
+        Setup::parse(&[253, 6, 0x52, 0x4a, 7, 0]),
         Err(Error::BadSetupOption)
     );
     assert_eq!(
@@ -214,7 +215,7 @@ fn the_setup_option_is_fig_3_and_a_refusal_is_255() {
         Ok(None),
         "someone else's ExID"
     );
-    assert_eq!(Setup::parse(&[253, 5, 0x54, 0x69]), Err(Error::Truncated));
+    assert_eq!(Setup::parse(&[253, 5, 0x52, 0x4a]), Err(Error::Truncated));
     assert_eq!(Setup::parse(&[253, 3, 0x54]), Err(Error::BadOptions));
     // A refusing SYN-ACK carries 255 and is encapsulated (the sender learns TiU is off).
     let mut synack = TCP_SYN;
@@ -240,7 +241,7 @@ fn the_setup_option_is_appended_on_a_four_byte_boundary() {
     ];
     let o = with_setup_option(&linux, Setup::Id(3)).unwrap();
     assert_eq!(o.len(), 28);
-    assert_eq!(&o[20..], &[1, 1, 1, 253, 5, 0x54, 0x69, 3]);
+    assert_eq!(&o[20..], &[1, 1, 1, 253, 5, 0x52, 0x4a, 3]);
     assert_eq!(setup_option(&o), Ok(Some(Setup::Id(3))));
     assert_eq!(
         with_setup_option(&o, Setup::Id(3)),
@@ -326,7 +327,7 @@ fn every_bad_datagram_is_refused_with_its_reason() {
     );
     // A Setup option on a data segment.
     let mut h = TIU_DATA_22;
-    h[12..20].copy_from_slice(&[1, 1, 1, 253, 5, 0x54, 0x69, 7]);
+    h[12..20].copy_from_slice(&[1, 1, 1, 253, 5, 0x52, 0x4a, 7]);
     assert_eq!(
         tiu_to_tcp(&udp(v4(), &h), v4(), table),
         Err(Error::BadSetupOption)
@@ -360,7 +361,7 @@ fn every_bad_datagram_is_refused_with_its_reason() {
         0xa0, 0x02, 0xfa, 0xf0, 0, 0, 0, 1, 0, 0, 0, 0, 0x9c, 0x40, 0x14, 0x51,
     ]);
     h[16..36].copy_from_slice(&[
-        1, 1, 1, 253, 5, 0x54, 0x69, 7, 1, 1, 1, 253, 5, 0x54, 0x69, 8, 0, 0, 0, 0,
+        1, 1, 1, 253, 5, 0x52, 0x4a, 7, 1, 1, 1, 253, 5, 0x52, 0x4a, 8, 0, 0, 0, 0,
     ]);
     assert_eq!(
         tiu_to_tcp(&udp(v4(), &h), v4(), table),
@@ -397,7 +398,7 @@ fn every_untranslatable_tcp_segment_is_refused_with_its_reason() {
     );
     assert_eq!(
         bad(
-            &|t| t[20..28].copy_from_slice(&[1, 1, 1, 253, 5, 0x54, 0x69, 7]),
+            &|t| t[20..28].copy_from_slice(&[1, 1, 1, 253, 5, 0x52, 0x4a, 7]),
             22
         ),
         Err(Error::BadSetupOption)
@@ -435,4 +436,100 @@ fn repr_emit_writes_what_parse_read() {
         (0x01020304, 0x05060708, 0x01f5)
     );
     assert_eq!(r.payload, b"hi");
+}
+
+#[test]
+fn bytes_after_the_udp_length_are_not_the_datagrams() {
+    // An IP packet padded past its UDP datagram (Ethernet's minimum frame, say): the checksum and
+    // the segment cover the UDP length only.
+    for addrs in [v4(), v6()] {
+        let mut d = udp(addrs, &TIU_DATA_22);
+        d.extend_from_slice(&[0xee; 9]);
+        let back = tiu_to_tcp(&d, addrs, table).unwrap();
+        assert_eq!(back.tcp, expect_tcp(addrs, &TCP_DATA));
+    }
+}
+
+#[test]
+fn a_checksum_that_computes_to_zero_goes_out_as_ffff() {
+    for addrs in [v4(), v6()] {
+        // Two payload bytes chosen so that the UDP checksum computes to 0 (RFC 768: sent as 0xffff).
+        let found = (0..=u16::MAX).find_map(|x| {
+            let mut t = TCP_DATA;
+            t[32..34].copy_from_slice(&x.to_be_bytes());
+            let d = tcp_to_tiu(&t, addrs, UDP_PORTS, 22).unwrap();
+            (d[6..8] == [0xff, 0xff]).then_some((t, d))
+        });
+        let (t, d) = found.expect("some payload sums to a zero checksum");
+        assert!(checksum_ok(addrs, 17, &d));
+        assert_eq!(
+            tiu_to_tcp(&d, addrs, table).unwrap().tcp,
+            expect_tcp(addrs, &t)
+        );
+    }
+}
+
+#[test]
+fn a_refusal_is_a_syn_acks_answer_only() {
+    let mut syn = TCP_SYN;
+    syn[31] = 255;
+    assert_eq!(
+        tcp_to_tiu(&syn, v4(), UDP_PORTS, 255),
+        Err(Error::BadSetupOption)
+    );
+    let mut h = TIU_SYN;
+    h[27] = 255;
+    assert_eq!(
+        tiu_to_tcp(&udp(v4(), &h), v4(), table),
+        Err(Error::BadSetupOption)
+    );
+    h[1] |= 0x10; // SYN-ACK
+    assert_eq!(
+        tiu_to_tcp(&udp(v4(), &h), v4(), table).unwrap().id,
+        Id::Syn(Setup::Refused)
+    );
+}
+
+#[test]
+fn views_and_reprs_refuse_what_they_cannot_hold() {
+    let p = Packet::new_checked(&TIU_DATA_22[..]).unwrap();
+    assert_eq!(
+        p.encap_ports(),
+        None,
+        "a data header has no encapsulated ports"
+    );
+    assert_eq!(
+        Packet::new_checked(&TIU_SYN[..]).unwrap().encap_ports(),
+        Some((40000, 5201))
+    );
+    assert_eq!(
+        Packet::new_checked(&[0x00u8][..]).err(),
+        Some(Error::NotTiu)
+    );
+    assert_eq!(
+        Packet::new_checked(&[0x80u8][..]).err(),
+        Some(Error::Truncated)
+    );
+    assert_eq!(
+        Packet::new_checked(&[][..] as &[u8]).err(),
+        Some(Error::Truncated)
+    );
+    // A Repr `check` accepts is one `parse` reads back.
+    let syn = Repr::parse(&Packet::new_checked(&TIU_SYN[..]).unwrap()).unwrap();
+    let no_setup = Repr {
+        options: &[2, 4, 5, 0xb4],
+        ..syn
+    };
+    assert_eq!(no_setup.check(), Err(Error::NoSetupOption));
+    let data = Repr::parse(&Packet::new_checked(&TIU_DATA_22[..]).unwrap()).unwrap();
+    let with_setup = Repr {
+        options: &[1, 1, 1, 253, 5, 0x52, 0x4a, 7],
+        ..data
+    };
+    assert_eq!(with_setup.check(), Err(Error::BadSetupOption));
+    let bad_list = Repr {
+        options: &[8, 30, 0, 0],
+        ..data
+    };
+    assert_eq!(bad_list.check(), Err(Error::BadOptions));
 }

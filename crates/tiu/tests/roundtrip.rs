@@ -1,8 +1,8 @@
 //! Round trips over random segments (proptest): every TCP segment TiU can carry comes back as the
 //! same segment (checksum recomputed, urgent pointer 0), every TiU header `parse` accepts is
 //! written back byte for byte by `emit`, and every datagram `tiu_to_tcp` accepts is what
-//! `tcp_to_tiu` makes of its result. Arbitrary bytes never panic (the fuzz targets in `fuzz/` run
-//! the same properties for millions of inputs).
+//! `tcp_to_tiu` makes of its result, also after a few bytes of a valid header are changed (the fuzz
+//! targets in `fuzz/` run the same properties on arbitrary bytes for millions of inputs).
 
 use proptest::prelude::*;
 use smoltcp::wire::{IpAddress, Ipv4Address, Ipv6Address};
@@ -158,32 +158,53 @@ proptest! {
         prop_assert_eq!(tcp_to_tiu(&back.tcp, ad, ports, s.id).unwrap(), d);
     }
 
+    /// TiU headers as encapsulation writes them (data and SYN alike), then up to three bytes
+    /// changed: whatever `parse` accepts, `emit` writes back byte for byte.
     #[test]
-    fn parse_then_emit_is_the_identity(bytes in prop::collection::vec(any::<u8>(), 0..120)) {
-        if let Ok(p) = Packet::new_checked(&bytes[..]) {
-            if let Ok(r) = Repr::parse(&p) {
+    fn parse_then_emit_is_the_identity(s in segment(), edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4)) {
+        let d = tcp_to_tiu(&s.tcp, addrs(false, 1, 2), (0x22b8, 0x22b9), s.id).unwrap();
+        let mut bytes = d[8..].to_vec();
+        for (at, v) in &edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *v;
+        }
+        match Packet::new_checked(&bytes[..]).and_then(|p| Repr::parse(&p)) {
+            Ok(r) => {
                 prop_assert_eq!(r.buffer_len(), bytes.len());
                 let mut out = vec![0u8; r.buffer_len()];
                 r.emit(&mut Packet::new_unchecked(&mut out[..]));
                 prop_assert_eq!(out, bytes);
             }
+            Err(e) => prop_assert!(!edits.is_empty(), "an unedited header refused: {}", e),
         }
     }
 
-    /// Random TiU payloads in a correct UDP datagram: whatever decapsulates re-encapsulates to the
-    /// same datagram; nothing panics.
+    /// Encapsulated segments in correct datagrams (the UDP checksum refilled), up to three bytes of
+    /// the TiU header and payload changed first: whatever decapsulates re-encapsulates to the same
+    /// datagram, in the connection `ports` names; nothing panics.
     #[test]
-    fn every_accepted_datagram_is_what_encapsulation_makes(payload in prop::collection::vec(any::<u8>(), 0..120),
-                                                          first in 0x50u8..=0xff, v6 in any::<bool>()) {
+    fn every_accepted_datagram_is_what_encapsulation_makes(s in segment(), v6 in any::<bool>(),
+                                                          edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4)) {
         let ad = addrs(v6, 1, 2);
-        let mut payload = payload;
-        if payload.is_empty() { payload.push(first) } else { payload[0] = first }
-        let len = 8 + payload.len() as u16;
-        let mut d = [&[0x22u8, 0xb8, 0x22, 0xb9][..], &len.to_be_bytes(), &[0, 0], &payload].concat();
+        let mut d = tcp_to_tiu(&s.tcp, ad, (0x22b8, 0x22b9), s.id).unwrap();
+        for (at, v) in &edits {
+            let i = 8 + at.index(d.len() - 8);
+            d[i] = *v;
+        }
         smoltcp::wire::UdpPacket::new_unchecked(&mut d[..]).fill_checksum(&ad.src, &ad.dst);
-        if let Ok(back) = tiu_to_tcp(&d, ad, |id| Some((1000 + u16::from(id), 80))) {
-            let id = match back.id { Id::Data(i) => i, Id::Syn(s) => s.value() };
-            prop_assert_eq!(tcp_to_tiu(&back.tcp, ad, (0x22b8, 0x22b9), id).unwrap(), d);
+        match tiu_to_tcp(&d, ad, |id| Some((1000 + u16::from(id), 80))) {
+            Ok(back) => {
+                let id = match back.id {
+                    Id::Data(i) => {
+                        prop_assert_eq!(&back.tcp[..4], &[(1000 + u16::from(i)).to_be_bytes(), 80u16.to_be_bytes()].concat()[..]);
+                        i
+                    }
+                    Id::Syn(s) => s.value(),
+                };
+                prop_assert_eq!(back.udp_ports, (0x22b8, 0x22b9));
+                prop_assert_eq!(tcp_to_tiu(&back.tcp, ad, back.udp_ports, id).unwrap(), d);
+            }
+            Err(e) => prop_assert!(!edits.is_empty(), "an unedited datagram refused: {}", e),
         }
     }
 }

@@ -9,6 +9,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(p) = Packet::new_checked(data) {
         // Accessors are safe on a checked packet.
         let _ = (
+            p.encap_ports(),
             p.conn_id(),
             p.flags(),
             p.window(),
@@ -34,7 +35,30 @@ fuzz_target!(|data: &[u8]| {
                     o.len()
                 );
                 assert_eq!(setup_option(&o), Ok(Some(Setup::Id(9))));
+                // Every option before it is kept as it was: only padding may go.
+                let end = last_option_end(data);
+                assert_eq!(
+                    &o[..end],
+                    &data[..end],
+                    "options before the Setup option changed"
+                );
             }
         }
     }
 });
+
+/// Where the last option other than NOP ends, before any EOL (the list is well formed here).
+fn last_option_end(options: &[u8]) -> usize {
+    let (mut i, mut end) = (0, 0);
+    while i < options.len() {
+        match options[i] {
+            0 => break,
+            1 => i += 1,
+            _ => {
+                i += options[i + 1] as usize;
+                end = i;
+            }
+        }
+    }
+    end
+}
