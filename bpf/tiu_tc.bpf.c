@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0-only
+/*
+ * tiu_tc: TCP-in-UDP (seed 003 sec. 9.4.1; the TCP-CCC draft sec. 3.1.1, Figs. 1-3) on the tc
+ * hooks, in place, for the connections user space puts in the maps. The reference is
+ * crates/tiu (wire.rs says what the draft leaves open and what we chose); crates/tiu-bpf runs both
+ * programs with BPF_PROG_TEST_RUN on frames cut from it and requires the same bytes.
+ *
+ *   tiu_egress   a TCP segment of a connection in `conns` becomes a TiU datagram: a data
+ *                segment in place (20 bytes of TCP header become UDP's 8 and TiU's 12, options
+ *                and payload stay where they are), a SYN/SYN-ACK 4 bytes longer (the encapsulated
+ *                ports; bpf_skb_adjust_room). A segment TiU cannot carry (URG, reserved bits, a
+ *                SYN without its Setup option) goes out as plain TCP, counted.
+ *   tiu_ingress  a UDP datagram to or from the TiU port becomes the TCP segment it carries; a data
+ *                header's Connection ID is looked up in `ids` (with the peer and the port pair). A
+ *                datagram without a UDP checksum, with an unknown ID or a malformed header is
+ *                dropped, counted; STUN and other content on the port is passed on, counted.
+ *
+ * Checksums, without reading the payload: a translation only moves 16-bit words and changes a
+ * few, so the new checksum is the old one plus the words added minus the words taken away
+ * (bpf_csum_diff, RFC 1624), the pseudo-header's protocol and length included. The sums are
+ * taken on the words as they lie in memory (a one's-complement sum does not care about byte
+ * order as long as every word is taken the same way), so checksums are stored as computed. Egress needs the
+ * TCP checksum complete (transmit checksum offload and TSO/GSO off on the device: user space sets
+ * that); ingress derives the TCP checksum from the UDP one, so a corrupted datagram becomes a
+ * segment whose checksum TCP refuses.
+ *
+ * IPv4 without fragments and IPv6 without extension headers; anything else passes untouched. A
+ * datagram whose UDP length is shorter than the IP payload is dropped as malformed (crates/tiu,
+ * which sees only the datagram, ignores bytes after the UDP length).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "tiu_tc.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define ETH_HLEN 14
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
+#define BPF_ADJ_ROOM_NET 0
+
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_ACK 0x10
+#define TCP_URG 0x20
+#define SETUP_KIND 253
+#define SETUP_LEN 5
+#define SETUP_EXID 0x524a
+#define SETUP_REFUSED 255
+#define MAX_CONN_ID 31
+
+/* The TiU UDP port (network byte order), set by user space before the programs load. */
+const volatile __u16 cfg_tiu_port = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tiu_conn_key);
+	__type(value, struct tiu_conn_val);
+} conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tiu_id_key);
+	__type(value, struct tiu_id_val);
+} ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TIU_NSTATS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void count(__u32 what)
+{
+	__u64 *c = bpf_map_lookup_elem(&stats, &what);
+
+	if (c)
+		*c += 1;
+}
+
+/* Where the IP header and the transport header are, and the addresses as a map key wants them. */
+struct where {
+	__u32 l3;     /* offset of the IP header */
+	__u32 l4;     /* offset of the TCP or UDP header */
+	__u32 l4_len; /* bytes from l4 to the end of the IP packet */
+	__u32 saddr[4];
+	__u32 daddr[4];
+	__u8 family;
+	__u8 proto;
+};
+
+/* Parses Ethernet and IPv4 (no fragment) or IPv6 (no extension header). 0 on success. */
+static __always_inline int locate(struct __sk_buff *skb, struct where *w)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > end)
+		return -1;
+	w->l3 = ETH_HLEN;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = data + ETH_HLEN;
+		__u32 ihl, tot;
+
+		if ((void *)(ip + 1) > end)
+			return -1;
+		ihl = ip->ihl * 4;
+		tot = bpf_ntohs(ip->tot_len);
+		if (ihl < 20 || tot < ihl || (ip->frag_off & bpf_htons(0x3fff)))
+			return -1;
+		w->family = TIU_AF_INET;
+		w->proto = ip->protocol;
+		w->l4 = ETH_HLEN + ihl;
+		w->l4_len = tot - ihl;
+		w->saddr[0] = ip->saddr;
+		w->daddr[0] = ip->daddr;
+		return 0;
+	}
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = data + ETH_HLEN;
+
+		if ((void *)(ip6 + 1) > end)
+			return -1;
+		w->family = TIU_AF_INET6;
+		w->proto = ip6->nexthdr;
+		w->l4 = ETH_HLEN + 40;
+		w->l4_len = bpf_ntohs(ip6->payload_len);
+		__builtin_memcpy(w->saddr, &ip6->saddr, 16);
+		__builtin_memcpy(w->daddr, &ip6->daddr, 16);
+		return 0;
+	}
+	return -1;
+}
+
+/* One's-complement fold of a 32-bit partial sum to 16 bits. */
+static __always_inline __u16 fold(__u64 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)sum;
+}
+
+/*
+ * The IP header after the protocol (and, for a SYN, the length) changed: IPv4's protocol, total
+ * length and header checksum; IPv6's next header and payload length. `grow` is +4 or -4 or 0.
+ */
+static __always_inline int set_ip(struct __sk_buff *skb, struct where *w, __u8 proto, int grow)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+
+	if (w->family == TIU_AF_INET) {
+		struct iphdr *ip = data + ETH_HLEN;
+		__u16 old_word, new_word, old_len, new_len;
+		__u32 sum;
+
+		if ((void *)(ip + 1) > end)
+			return -1;
+		/* ttl and protocol share a 16-bit word of the header checksum. */
+		old_word = bpf_ntohs(*(__u16 *)&ip->ttl);
+		ip->protocol = proto;
+		new_word = bpf_ntohs(*(__u16 *)&ip->ttl);
+		old_len = bpf_ntohs(ip->tot_len);
+		new_len = old_len + grow;
+		ip->tot_len = bpf_htons(new_len);
+		/* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'). */
+		sum = (__u16)~bpf_ntohs(ip->check);
+		sum += (__u16)~old_word + new_word + (__u16)~old_len + new_len;
+		ip->check = bpf_htons(~fold(sum));
+	} else {
+		struct ipv6hdr *ip6 = data + ETH_HLEN;
+
+		if ((void *)(ip6 + 1) > end)
+			return -1;
+		ip6->nexthdr = proto;
+		ip6->payload_len = bpf_htons(bpf_ntohs(ip6->payload_len) + grow);
+	}
+	w->l4_len += grow;
+	return 0;
+}
+
+/* The option walk's state, for bpf_loop (one verified callback instead of 40 unrolled steps,
+ * whose paths exceeded the verifier's budget). */
+struct walk {
+	__u8 o[44]; /* 4 bytes of slack: o[i + 4] is in bounds for every i < 40 */
+	__u32 i;
+	__u32 len;
+	int found; /* -1: none yet; -2: malformed */
+};
+
+static long walk_step(__u64 n, void *arg)
+{
+	struct walk *w = arg;
+	__u32 i = w->i, len = w->len;
+	__u8 kind, olen;
+
+	if (i >= len || i >= 40)
+		return 1;
+	kind = w->o[i];
+	if (kind == 0)
+		return 1;
+	if (kind == 1) {
+		w->i = i + 1;
+		return 0;
+	}
+	olen = w->o[i + 1];
+	if (i + 1 >= len || olen < 2 || i + olen > len) {
+		w->found = -2;
+		return 1;
+	}
+	if (kind == SETUP_KIND) {
+		if (olen < 4) {
+			w->found = -2;
+			return 1;
+		}
+		if (((w->o[i + 2] << 8) | w->o[i + 3]) == SETUP_EXID) {
+			__u8 v = w->o[i + 4];
+
+			if (olen != SETUP_LEN || w->found >= 0 || (v > MAX_CONN_ID && v != SETUP_REFUSED)) {
+				w->found = -2;
+				return 1;
+			}
+			w->found = v;
+		}
+	}
+	w->i = i + olen;
+	return 0;
+}
+
+/*
+ * The Setup option's value in TCP options (-1: none; -2: a malformed list or Setup option), by the
+ * rules crates/tiu applies: at most one of ours, length 5, 0-31 or 255; Kind 253 with another
+ * ExID is someone else's.
+ */
+static __always_inline int find_setup(struct __sk_buff *skb, __u32 off, __u32 len)
+{
+	struct walk w = { .found = -1 };
+
+	/* Through a register the compiler cannot see into, so the bound below is an unsigned
+	 * comparison the verifier can use for the load's length. */
+	asm volatile("" : "+r"(len));
+	if (len > 40)
+		return -2;
+	if (len && bpf_skb_load_bytes(skb, off, w.o, len) < 0)
+		return -2;
+	w.len = len;
+	bpf_loop(40, walk_step, &w, 0);
+	return w.found;
+}
+
+SEC("tc")
+int tiu_egress(struct __sk_buff *skb)
+{
+	struct where w = {};
+	struct tiu_conn_key key = {};
+	struct tiu_conn_val *conn;
+	__u32 t[5], u[6], from[3], to[4];
+	__u8 b12, flags, doff;
+	__u16 urg, ulen, check;
+	int syn, setup;
+	__u64 sum;
+
+	if (locate(skb, &w) < 0 || w.proto != IPPROTO_TCP)
+		return TC_ACT_OK;
+	if (bpf_skb_load_bytes(skb, w.l4, t, 20) < 0)
+		return TC_ACT_OK;
+	__builtin_memcpy(key.saddr, w.saddr, 16);
+	__builtin_memcpy(key.daddr, w.daddr, 16);
+	key.sport = t[0] & 0xffff;
+	key.dport = t[0] >> 16;
+	key.family = w.family;
+	conn = bpf_map_lookup_elem(&conns, &key);
+	if (!conn)
+		return TC_ACT_OK;
+
+	b12 = ((__u8 *)t)[12];
+	flags = ((__u8 *)t)[13];
+	doff = b12 >> 4;
+	if (doff < 5 || doff * 4 > w.l4_len || (b12 & 0x0f) || (flags & TCP_URG)) {
+		count(TIU_EG_UNCARRIED);
+		return TC_ACT_OK;
+	}
+	syn = flags & TCP_SYN;
+	setup = find_setup(skb, w.l4 + 20, doff * 4 - 20);
+	if (syn ? (setup != conn->conn_id || (setup == SETUP_REFUSED && !(flags & TCP_ACK)))
+		: (setup != -1 || conn->conn_id > MAX_CONN_ID)) {
+		count(syn ? TIU_EG_NO_SETUP : TIU_EG_UNCARRIED);
+		return TC_ACT_OK;
+	}
+	urg = ((__u16 *)t)[9];
+	ulen = w.l4_len + (syn ? 4 : 0);
+
+	/* The new words: UDP ports, UDP length (checksum last), then Fig. 1 or Fig. 2. */
+	u[0] = ((__u32)conn->udp_dport << 16) | conn->udp_sport;
+	u[1] = bpf_htons(ulen); /* the checksum half stays 0 until it is known */
+	if (syn) {
+		u[2] = t[3]; /* Data Offset, reserved 0, flags, window: as in TCP */
+		u[3] = t[1];
+		u[4] = t[2];
+		u[5] = t[0]; /* the encapsulated ports */
+	} else {
+		__u8 *w3 = (__u8 *)&u[2];
+
+		u[2] = t[3];
+		w3[0] = (doff << 4) | (conn->conn_id >> 1);
+		w3[1] = flags | ((conn->conn_id & 1) << 5);
+		u[3] = t[1];
+		u[4] = t[2];
+	}
+
+	/* Checksum: ~TCP check + added - removed, the pseudo-header's protocol (and length) too. */
+	if (syn) {
+		from[0] = t[3];
+		((__u16 *)from)[2] = urg;
+		((__u16 *)from)[3] = bpf_htons(IPPROTO_TCP);
+		((__u16 *)from)[4] = bpf_htons(w.l4_len);
+		((__u16 *)from)[5] = 0;
+		to[0] = u[0];
+		to[1] = u[2];
+		((__u16 *)to)[4] = bpf_htons(ulen);
+		((__u16 *)to)[5] = bpf_htons(IPPROTO_UDP);
+		((__u16 *)to)[6] = bpf_htons(ulen);
+		((__u16 *)to)[7] = 0;
+		sum = bpf_csum_diff(from, 12, to, 16, (__u16)~((__u16 *)t)[8]);
+	} else {
+		from[0] = t[0];
+		from[1] = t[3];
+		((__u16 *)from)[4] = urg;
+		((__u16 *)from)[5] = bpf_htons(IPPROTO_TCP);
+		to[0] = u[0];
+		to[1] = u[2];
+		((__u16 *)to)[4] = bpf_htons(ulen);
+		((__u16 *)to)[5] = bpf_htons(IPPROTO_UDP);
+		sum = bpf_csum_diff(from, 12, to, 12, (__u16)~((__u16 *)t)[8]);
+	}
+	check = ~fold(sum);
+	if (check == 0)
+		check = 0xffff; /* RFC 768: 0 means no checksum */
+	u[1] |= (__u32)check << 16;
+
+	if (syn && bpf_skb_adjust_room(skb, 4, BPF_ADJ_ROOM_NET, 0) < 0) {
+		count(TIU_EG_ERROR);
+		return TC_ACT_OK;
+	}
+	if (bpf_skb_store_bytes(skb, w.l4, u, syn ? 24 : 20, 0) < 0 ||
+	    set_ip(skb, &w, IPPROTO_UDP, syn ? 4 : 0) < 0) {
+		/* The packet is half rewritten: it cannot go out as either. */
+		count(TIU_EG_ERROR);
+		return TC_ACT_SHOT;
+	}
+	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int tiu_ingress(struct __sk_buff *skb)
+{
+	struct where w = {};
+	struct tiu_id_key key = {};
+	struct tiu_id_val *ports;
+	__u32 u[6], t[5], from[4], to[3];
+	__u16 ulen, ucheck;
+	__u8 b0, flags, doff;
+	int syn, setup;
+	__u64 sum;
+
+	if (locate(skb, &w) < 0 || w.proto != IPPROTO_UDP)
+		return TC_ACT_OK;
+	if (bpf_skb_load_bytes(skb, w.l4, u, 8) < 0)
+		return TC_ACT_OK;
+	if (cfg_tiu_port == 0 || ((u[0] & 0xffff) != cfg_tiu_port && (u[0] >> 16) != cfg_tiu_port))
+		return TC_ACT_OK;
+	ulen = bpf_ntohs(u[1] & 0xffff);
+	ucheck = bpf_ntohs(u[1] >> 16);
+	if (ulen < 8 || ulen > w.l4_len) {
+		count(TIU_IN_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	if (ulen < 10 || bpf_skb_load_bytes(skb, w.l4 + 8, &u[2], 2) < 0) {
+		count(TIU_IN_NOT_TIU);
+		return TC_ACT_OK;
+	}
+	b0 = ((__u8 *)u)[8];
+	flags = ((__u8 *)u)[9];
+	doff = b0 >> 4;
+	if (doff < 5) {
+		count(TIU_IN_NOT_TIU); /* STUN (0-3) or other (4) */
+		return TC_ACT_OK;
+	}
+	if (ucheck == 0) {
+		count(TIU_IN_NO_CHECKSUM);
+		return TC_ACT_SHOT;
+	}
+	syn = flags & TCP_SYN;
+	if (8 + (syn ? 16 : 12) + doff * 4 - 20 > ulen || ulen != w.l4_len ||
+	    bpf_skb_load_bytes(skb, w.l4, u, syn ? 24 : 20) < 0) {
+		count(TIU_IN_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	setup = find_setup(skb, w.l4 + (syn ? 24 : 20), doff * 4 - 20);
+	if (syn) {
+		if ((b0 & 0x0f) || (flags & TCP_URG) || setup < 0 ||
+		    (setup == SETUP_REFUSED && !(flags & TCP_ACK))) {
+			count(TIU_IN_MALFORMED);
+			return TC_ACT_SHOT;
+		}
+		t[0] = u[5];
+		t[3] = u[2];
+	} else {
+		if (setup != -1) {
+			count(TIU_IN_MALFORMED);
+			return TC_ACT_SHOT;
+		}
+		__builtin_memcpy(key.saddr, w.saddr, 16);
+		__builtin_memcpy(key.daddr, w.daddr, 16);
+		key.udp_sport = u[0] & 0xffff;
+		key.udp_dport = u[0] >> 16;
+		key.family = w.family;
+		key.conn_id = ((b0 & 0x0f) << 1) | ((flags & TCP_URG) >> 5);
+		ports = bpf_map_lookup_elem(&ids, &key);
+		if (!ports) {
+			count(TIU_IN_UNKNOWN_ID);
+			return TC_ACT_SHOT;
+		}
+		t[0] = ((__u32)ports->dport << 16) | ports->sport;
+		t[3] = u[2];
+		((__u8 *)t)[12] = doff << 4;
+		((__u8 *)t)[13] = flags & ~TCP_URG;
+	}
+	t[1] = u[3];
+	t[2] = u[4];
+	t[4] = 0; /* checksum (below) and urgent pointer 0 */
+
+	/* The TCP checksum from the UDP one: the egress sums run backwards. */
+	if (syn) {
+		from[0] = u[0];
+		from[1] = u[2];
+		((__u16 *)from)[4] = bpf_htons(ulen);
+		((__u16 *)from)[5] = bpf_htons(IPPROTO_UDP);
+		((__u16 *)from)[6] = bpf_htons(ulen);
+		((__u16 *)from)[7] = 0;
+		to[0] = t[3];
+		((__u16 *)to)[2] = 0;
+		((__u16 *)to)[3] = bpf_htons(IPPROTO_TCP);
+		((__u16 *)to)[4] = bpf_htons(ulen - 4);
+		((__u16 *)to)[5] = 0;
+		sum = bpf_csum_diff(from, 16, to, 12, (__u16)~(u[1] >> 16));
+	} else {
+		from[0] = u[0];
+		from[1] = u[2];
+		((__u16 *)from)[4] = bpf_htons(ulen);
+		((__u16 *)from)[5] = bpf_htons(IPPROTO_UDP);
+		to[0] = t[0];
+		to[1] = t[3];
+		((__u16 *)to)[4] = 0;
+		((__u16 *)to)[5] = bpf_htons(IPPROTO_TCP);
+		sum = bpf_csum_diff(from, 12, to, 12, (__u16)~(u[1] >> 16));
+	}
+	((__u16 *)t)[8] = (__u16)~fold(sum);
+
+	/* A SYN: the TCP header goes 4 bytes in, then the 4 bytes in front of it go. */
+	if (bpf_skb_store_bytes(skb, w.l4 + (syn ? 4 : 0), t, 20, 0) < 0) {
+		count(TIU_IN_ERROR);
+		return TC_ACT_SHOT;
+	}
+	if (syn && bpf_skb_adjust_room(skb, -4, BPF_ADJ_ROOM_NET, 0) < 0) {
+		count(TIU_IN_ERROR);
+		return TC_ACT_SHOT;
+	}
+	if (set_ip(skb, &w, IPPROTO_TCP, syn ? -4 : 0) < 0) {
+		count(TIU_IN_ERROR);
+		return TC_ACT_SHOT;
+	}
+	count(syn ? TIU_IN_SYN : TIU_IN_DATA);
+	return TC_ACT_OK;
+}

@@ -1,0 +1,213 @@
+//! TiU on the tc hooks (issue 17): loads `bpf/tiu_tc.bpf.c` (`tiu_egress`, `tiu_ingress`), fills
+//! its maps (`conns`: the TCP connections that ride TiU, by four-tuple; `ids`: a data header's
+//! Connection ID on a port pair from a peer, to the TCP ports) and runs the programs on frames
+//! with `BPF_PROG_TEST_RUN`, which is how `tests/vectors.rs` holds them to `crates/tiu`.
+//!
+//! Attaching to a device (clsact, offloads off) and the `macroflow tiu` commands come next.
+
+use std::fmt;
+
+#[cfg(not(tiu_bpf_missing))]
+mod skel {
+    #![allow(
+        clippy::all,
+        clippy::pedantic,
+        dead_code,
+        non_camel_case_types,
+        unused_imports
+    )]
+    include!(concat!(env!("OUT_DIR"), "/tiu_tc.skel.rs"));
+}
+
+/// `tiu_tc.h`'s `struct tiu_conn_key`: addresses and ports in network byte order (as bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnKey {
+    pub saddr: [u8; 16],
+    pub daddr: [u8; 16],
+    pub sport: [u8; 2],
+    pub dport: [u8; 2],
+    /// 4 or 6.
+    pub family: u8,
+    pub pad: [u8; 3],
+}
+
+/// `struct tiu_conn_val`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnVal {
+    pub udp_sport: [u8; 2],
+    pub udp_dport: [u8; 2],
+    pub conn_id: u8,
+    pub pad: [u8; 3],
+}
+
+/// `struct tiu_id_key`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdKey {
+    pub saddr: [u8; 16],
+    pub daddr: [u8; 16],
+    pub udp_sport: [u8; 2],
+    pub udp_dport: [u8; 2],
+    pub family: u8,
+    pub conn_id: u8,
+    pub pad: [u8; 2],
+}
+
+/// `struct tiu_id_val`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdVal {
+    pub sport: [u8; 2],
+    pub dport: [u8; 2],
+}
+
+/// The counters' names, in `enum tiu_stat` order.
+pub const STAT_NAMES: [&str; 12] = [
+    "eg_data",
+    "eg_syn",
+    "eg_uncarried",
+    "eg_no_setup",
+    "eg_error",
+    "in_data",
+    "in_syn",
+    "in_not_tiu",
+    "in_no_checksum",
+    "in_unknown_id",
+    "in_malformed",
+    "in_error",
+];
+
+/// TC_ACT_OK and TC_ACT_SHOT, as the programs return them.
+pub const TC_ACT_OK: u32 = 0;
+pub const TC_ACT_SHOT: u32 = 2;
+
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn bytes_of<T: Copy>(v: &T) -> &[u8] {
+    // Plain #[repr(C)] structs of byte arrays: no padding, every byte initialised.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// Why the programs are not in this build (bpftool, clang or the kernel's BTF was missing), or
+/// `None`.
+pub fn missing() -> Option<&'static str> {
+    #[cfg(tiu_bpf_missing)]
+    return Some(env!("TIU_BPF_MISSING"));
+    #[cfg(not(tiu_bpf_missing))]
+    None
+}
+
+/// The loaded programs and their maps, for as long as `with_loaded`'s closure runs.
+#[cfg(not(tiu_bpf_missing))]
+pub struct Loaded<'a> {
+    skel: std::cell::RefCell<skel::TiuTcSkel<'a>>,
+}
+
+#[cfg(not(tiu_bpf_missing))]
+impl Loaded<'_> {
+    pub fn add_conn(&self, k: &ConnKey, v: &ConnVal) -> Result<()> {
+        use libbpf_rs::MapCore;
+        self.skel
+            .borrow()
+            .maps
+            .conns
+            .update(bytes_of(k), bytes_of(v), libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error(format!("conns map: {e}")))
+    }
+
+    pub fn add_id(&self, k: &IdKey, v: &IdVal) -> Result<()> {
+        use libbpf_rs::MapCore;
+        self.skel
+            .borrow()
+            .maps
+            .ids
+            .update(bytes_of(k), bytes_of(v), libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error(format!("ids map: {e}")))
+    }
+
+    fn run(prog: &libbpf_rs::ProgramMut<'_>, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        let mut out = vec![0u8; frame.len() + 64];
+        let input = libbpf_rs::ProgramInput {
+            data_in: Some(frame),
+            data_out: Some(&mut out[..]),
+            ..Default::default()
+        };
+        let o = prog
+            .test_run(input)
+            .map_err(|e| Error(format!("BPF_PROG_TEST_RUN: {e}")))?;
+        let (ret, n) = (o.return_value, o.data.map(|d| d.len()).unwrap_or(0));
+        out.truncate(n);
+        Ok((ret, out))
+    }
+
+    /// Runs `tiu_egress` on an Ethernet frame: (the program's verdict, the frame after it).
+    pub fn egress(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        Self::run(&self.skel.borrow_mut().progs.tiu_egress, frame)
+    }
+
+    /// Runs `tiu_ingress` on an Ethernet frame.
+    pub fn ingress(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        Self::run(&self.skel.borrow_mut().progs.tiu_ingress, frame)
+    }
+
+    /// The counters, summed over CPUs, by [`STAT_NAMES`].
+    pub fn stats(&self) -> Result<Vec<u64>> {
+        use libbpf_rs::MapCore;
+        (0..STAT_NAMES.len() as u32)
+            .map(|i| {
+                let per_cpu = self
+                    .skel
+                    .borrow()
+                    .maps
+                    .stats
+                    .lookup_percpu(&i.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+                    .map_err(|e| Error(format!("stats map: {e}")))?
+                    .unwrap_or_default();
+                Ok(per_cpu
+                    .iter()
+                    .map(|b| u64::from_ne_bytes(b[..8].try_into().unwrap()))
+                    .sum())
+            })
+            .collect()
+    }
+}
+
+/// Loads both programs with `tiu_port` (host byte order) as the TiU UDP port, not attached to any
+/// device, and runs `f` with them; they are unloaded when it returns.
+#[cfg(not(tiu_bpf_missing))]
+pub fn with_loaded<R>(tiu_port: u16, f: impl FnOnce(&Loaded<'_>) -> R) -> Result<R> {
+    use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+    use std::mem::MaybeUninit;
+
+    let mut object = MaybeUninit::uninit();
+    let mut open = skel::TiuTcSkelBuilder::default()
+        .open(&mut object)
+        .map_err(|e| Error(format!("opening the BPF object: {e}")))?;
+    open.maps
+        .rodata_data
+        .as_deref_mut()
+        .ok_or_else(|| Error("the program's read-only data is not mapped".into()))?
+        .cfg_tiu_port = tiu_port.to_be();
+    let skel = open
+        .load()
+        .map_err(|e| Error(format!("loading (the verifier's log is above): {e}")))?;
+    let loaded = Loaded {
+        skel: std::cell::RefCell::new(skel),
+    };
+    let r = f(&loaded);
+    drop(loaded);
+    Ok(r)
+}

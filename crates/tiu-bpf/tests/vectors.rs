@@ -1,0 +1,338 @@
+//! Both tc programs against `crates/tiu` on the same frames (BPF_PROG_TEST_RUN): thousands of random
+//! TCP segments, IPv4 and IPv6, data and SYN/SYN-ACK, each encapsulated by `tiu_egress` into
+//! exactly the datagram `tiu::translate::tcp_to_tiu` makes (and the IP header adjusted), and each
+//! datagram decapsulated by `tiu_ingress` into exactly the segment `tiu_to_tcp` makes; then the
+//! refusals. Needs root and a kernel with BTF; says why and passes when it cannot load programs.
+
+use smoltcp::wire::{IpAddress, Ipv4Address, Ipv6Address};
+use tiu::translate::{tcp_to_tiu, tiu_to_tcp, Addrs};
+use tiu::wire::{with_setup_option, Setup};
+use tiu_bpf::{ConnKey, ConnVal, IdKey, IdVal, TC_ACT_OK, TC_ACT_SHOT};
+
+const TIU_PORT: u16 = 8899;
+const CLIENT_UDP: u16 = 40999;
+
+/// A small deterministic generator (xorshift64*): the vectors are the same on every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn ip_checksum(h: &[u8]) -> u16 {
+    let mut s: u32 = h
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// Ethernet + IPv4 (20 bytes, checksum right) or IPv6 + the transport bytes.
+fn frame(v6: bool, proto: u8, l4: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+    if v6 {
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+        f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[proto, 64]);
+        f.extend_from_slice(&Ipv6Address::new(0xfd00, 0, 0, 1, 0, 0, 0, 2).octets());
+        f.extend_from_slice(&Ipv6Address::new(0xfd00, 0, 0, 2, 0, 0, 0, 3).octets());
+    } else {
+        f.extend_from_slice(&[0x08, 0x00]);
+        let mut ip = vec![0x45, 0];
+        ip.extend_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
+        ip.extend_from_slice(&[
+            0x12, 0x34, 0x40, 0, 64, proto, 0, 0, 10, 0, 1, 2, 10, 0, 2, 3,
+        ]);
+        let c = ip_checksum(&ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        f.extend_from_slice(&ip);
+    }
+    f.extend_from_slice(l4);
+    f
+}
+
+fn addrs(v6: bool) -> Addrs {
+    if v6 {
+        Addrs::new(
+            IpAddress::Ipv6(Ipv6Address::new(0xfd00, 0, 0, 1, 0, 0, 0, 2)),
+            IpAddress::Ipv6(Ipv6Address::new(0xfd00, 0, 0, 2, 0, 0, 0, 3)),
+        )
+        .unwrap()
+    } else {
+        Addrs::new(
+            IpAddress::Ipv4(Ipv4Address::new(10, 0, 1, 2)),
+            IpAddress::Ipv4(Ipv4Address::new(10, 0, 2, 3)),
+        )
+        .unwrap()
+    }
+}
+
+fn addr_bytes(a: IpAddress) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    match a {
+        IpAddress::Ipv4(v) => out[..4].copy_from_slice(&v.octets()),
+        IpAddress::Ipv6(v) => out.copy_from_slice(&v.octets()),
+    }
+    out
+}
+
+/// A random TCP segment TiU carries (no URG or reserved bits; a SYN carries the Setup option), as
+/// `tests/roundtrip.rs` of crates/tiu draws them, and its Connection ID.
+fn segment(r: &mut Rng, sport: u16, dport: u16, id: u8) -> Vec<u8> {
+    let mut opts = Vec::new();
+    for _ in 0..r.below(5) {
+        let o = match r.below(5) {
+            0 => vec![1],
+            1 => vec![2, 4, r.next() as u8, r.next() as u8],
+            2 => vec![4, 2],
+            3 => [&[8u8, 10][..], &r.bytes(8)].concat(),
+            _ => {
+                let n = r.below(6) as usize;
+                [&[30u8, n as u8 + 2][..], &r.bytes(n)].concat()
+            }
+        };
+        if opts.len() + o.len() <= 32 {
+            opts.extend_from_slice(&o);
+        }
+    }
+    while opts.len() % 4 != 0 {
+        opts.push(0);
+    }
+    let mut flags = (r.next() as u8) & !0x22;
+    if r.below(4) == 0 {
+        flags |= 0x02;
+        let setup = if id == 255 {
+            Setup::Refused
+        } else {
+            Setup::Id(id)
+        };
+        if id == 255 {
+            flags |= 0x10;
+        }
+        opts = with_setup_option(&opts, setup)
+            .unwrap_or_else(|_| with_setup_option(&[], setup).unwrap());
+    }
+    let hl = 20 + opts.len();
+    let mut t = vec![0u8; hl];
+    t[0..2].copy_from_slice(&sport.to_be_bytes());
+    t[2..4].copy_from_slice(&dport.to_be_bytes());
+    t[4..12].copy_from_slice(&r.bytes(8));
+    t[12] = ((hl / 4) as u8) << 4;
+    t[13] = flags;
+    t[14..16].copy_from_slice(&r.bytes(2));
+    // The stack's checksum (egress needs it complete); the urgent pointer, meaningless without URG.
+    t[18..20].copy_from_slice(&r.bytes(2));
+    t[20..hl].copy_from_slice(&opts);
+    let n = r.below(400) as usize;
+    let payload = r.bytes(n);
+    t.extend_from_slice(&payload);
+    t
+}
+
+/// Why the programs cannot be loaded here, if they cannot: not in this build, or not root
+/// (BPF_PROG_LOAD of a tc program needs CAP_BPF and CAP_NET_ADMIN).
+fn cannot_load() -> Option<String> {
+    if let Some(why) = tiu_bpf::missing() {
+        return Some(format!("tiu_tc is not in this build: {why}"));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: loading tc programs needs CAP_BPF and CAP_NET_ADMIN".into());
+    }
+    None
+}
+
+fn tcp_checksum(addrs: Addrs, t: &mut [u8]) {
+    t[16..18].copy_from_slice(&[0, 0]);
+    smoltcp::wire::TcpPacket::new_unchecked(&mut t[..]).fill_checksum(&addrs.src, &addrs.dst);
+}
+
+#[test]
+fn both_programs_translate_as_crates_tiu_does() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    {
+        let r = tiu_bpf::with_loaded(TIU_PORT, |tc| {
+            let mut rng = Rng(0x7469_755f_7463_0001);
+            let (mut data, mut syn) = (0, 0);
+            for v6 in [false, true] {
+                let ad = addrs(v6);
+                // Connection i: client port 50000 + i to server port 5201, ID i (255: a refusing SYN-ACK).
+                for n in 0..2000u32 {
+                    let id = if n % 97 == 96 { 255 } else { (n % 32) as u8 };
+                    let sport = 50_000 + u16::from(id);
+                    let mut t = segment(&mut rng, sport, 5201, id);
+                    if id == 255 && t[13] & 0x02 == 0 {
+                        continue; // 255 names no data connection
+                    }
+                    tcp_checksum(ad, &mut t);
+                    let fam = if v6 { 6 } else { 4 };
+                    let key = ConnKey {
+                        saddr: addr_bytes(ad.src),
+                        daddr: addr_bytes(ad.dst),
+                        sport: sport.to_be_bytes(),
+                        dport: 5201u16.to_be_bytes(),
+                        family: fam,
+                        pad: [0; 3],
+                    };
+                    let val = ConnVal {
+                        udp_sport: CLIENT_UDP.to_be_bytes(),
+                        udp_dport: TIU_PORT.to_be_bytes(),
+                        conn_id: id,
+                        pad: [0; 3],
+                    };
+                    tc.add_conn(&key, &val).unwrap();
+                    // Egress: the frame out is crates/tiu's datagram behind the adjusted IP header.
+                    let want_udp = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), id).unwrap();
+                    let (ret, out) = tc.egress(&frame(v6, 6, &t)).unwrap();
+                    assert_eq!(ret, TC_ACT_OK);
+                    assert_eq!(
+                        out,
+                        frame(v6, 17, &want_udp),
+                        "egress v6={v6} n={n} id={id}"
+                    );
+                    // Ingress on the other side: the ID table knows the connection.
+                    let ik = IdKey {
+                        saddr: addr_bytes(ad.src),
+                        daddr: addr_bytes(ad.dst),
+                        udp_sport: CLIENT_UDP.to_be_bytes(),
+                        udp_dport: TIU_PORT.to_be_bytes(),
+                        family: fam,
+                        conn_id: id,
+                        pad: [0; 2],
+                    };
+                    if id != 255 {
+                        tc.add_id(
+                            &ik,
+                            &IdVal {
+                                sport: sport.to_be_bytes(),
+                                dport: 5201u16.to_be_bytes(),
+                            },
+                        )
+                        .unwrap();
+                    }
+                    let back =
+                        tiu_to_tcp(&want_udp, ad, |i| (i == id).then_some((sport, 5201))).unwrap();
+                    let (ret, out) = tc.ingress(&frame(v6, 17, &want_udp)).unwrap();
+                    assert_eq!(ret, TC_ACT_OK);
+                    assert_eq!(
+                        out,
+                        frame(v6, 6, &back.tcp),
+                        "ingress v6={v6} n={n} id={id}"
+                    );
+                    if t[13] & 0x02 != 0 {
+                        syn += 1
+                    } else {
+                        data += 1
+                    }
+                }
+            }
+            let s = tc.stats().unwrap();
+            (data, syn, s)
+        })
+        .unwrap();
+        let (data, syn, s) = r;
+        println!("{data} data and {syn} SYN vectors; counters {s:?}");
+        assert!(data > 2000 && syn > 500, "{data} data, {syn} SYN");
+        assert_eq!(s[0], data as u64, "eg_data");
+        assert_eq!(s[1], syn as u64, "eg_syn");
+        assert_eq!(s[5], data as u64, "in_data");
+        assert_eq!(s[6], syn as u64, "in_syn");
+        assert_eq!(
+            s[2] + s[3] + s[4] + s[7] + s[8] + s[9] + s[10] + s[11],
+            0,
+            "{s:?}"
+        );
+    }
+}
+
+#[test]
+fn refusals_are_counted_and_never_translated_into_another_connection() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    tiu_bpf::with_loaded(TIU_PORT, |tc| {
+        let ad = addrs(false);
+        let mut rng = Rng(99);
+        let key = ConnKey {
+            saddr: addr_bytes(ad.src),
+            daddr: addr_bytes(ad.dst),
+            sport: 50_007u16.to_be_bytes(),
+            dport: 5201u16.to_be_bytes(),
+            family: 4,
+            pad: [0; 3],
+        };
+        tc.add_conn(
+            &key,
+            &ConnVal {
+                udp_sport: CLIENT_UDP.to_be_bytes(),
+                udp_dport: TIU_PORT.to_be_bytes(),
+                conn_id: 7,
+                pad: [0; 3],
+            },
+        )
+        .unwrap();
+        let mut t = segment(&mut rng, 50_007, 5201, 7);
+        t[13] &= !0x02;
+        tcp_checksum(ad, &mut t);
+        // Not in the table: untouched.
+        let mut other = t.clone();
+        other[0..2].copy_from_slice(&50_008u16.to_be_bytes());
+        tcp_checksum(ad, &mut other);
+        assert_eq!(
+            tc.egress(&frame(false, 6, &other)).unwrap(),
+            (TC_ACT_OK, frame(false, 6, &other))
+        );
+        // URG: sent as plain TCP, counted.
+        let mut urg = t.clone();
+        urg[13] |= 0x20;
+        assert_eq!(
+            tc.egress(&frame(false, 6, &urg)).unwrap(),
+            (TC_ACT_OK, frame(false, 6, &urg))
+        );
+        // Ingress: ID 7 is not in the ID table: dropped; no checksum: dropped; STUN: passed on.
+        let d = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), 7).unwrap();
+        assert_eq!(tc.ingress(&frame(false, 17, &d)).unwrap().0, TC_ACT_SHOT);
+        let mut nock = d.clone();
+        nock[6..8].copy_from_slice(&[0, 0]);
+        assert_eq!(tc.ingress(&frame(false, 17, &nock)).unwrap().0, TC_ACT_SHOT);
+        let mut stun = d.clone();
+        stun[8] = 0x00;
+        assert_eq!(
+            tc.ingress(&frame(false, 17, &stun)).unwrap(),
+            (TC_ACT_OK, frame(false, 17, &stun))
+        );
+        // A datagram on another port: not TiU's business.
+        let mut elsewhere = d.clone();
+        elsewhere[2..4].copy_from_slice(&53u16.to_be_bytes());
+        assert_eq!(
+            tc.ingress(&frame(false, 17, &elsewhere)).unwrap(),
+            (TC_ACT_OK, frame(false, 17, &elsewhere))
+        );
+        let s = tc.stats().unwrap();
+        assert_eq!(
+            (s[2], s[9], s[8], s[7]),
+            (1, 1, 1, 1),
+            "uncarried, unknown id, no checksum, not TiU: {s:?}"
+        );
+    })
+    .unwrap();
+}
