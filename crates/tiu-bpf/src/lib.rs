@@ -163,6 +163,17 @@ impl Loaded<'_> {
         Self::run(&self.skel.borrow_mut().progs.tiu_ingress, frame)
     }
 
+    /// Pins both programs at `dir/egress` and `dir/ingress`, for `tc filter add ... bpf da
+    /// object-pinned` (the pins go when the files are removed and the programs detached).
+    pub fn pin_programs(&self, dir: &std::path::Path) -> Result<()> {
+        let mut sk = self.skel.borrow_mut();
+        sk.progs
+            .tiu_egress
+            .pin(dir.join("egress"))
+            .and_then(|_| sk.progs.tiu_ingress.pin(dir.join("ingress")))
+            .map_err(|e| Error(format!("pinning under {}: {e}", dir.display())))
+    }
+
     /// The counters, summed over CPUs, by [`STAT_NAMES`].
     pub fn stats(&self) -> Result<Vec<u64>> {
         use libbpf_rs::MapCore;
