@@ -239,11 +239,18 @@ static __always_inline int set_ip(struct __sk_buff *skb, struct where *w, __u8 p
 		ip->check = bpf_htons(~fold(sum));
 	} else {
 		struct ipv6hdr *ip6 = data + ETH_HLEN;
+		__u32 old_w, new_w;
 
 		if ((void *)(ip6 + 1) > end)
 			return -1;
+		/* Payload length and next header share the header's second word; the receive
+		 * checksum of a CHECKSUM_COMPLETE packet follows it (an IPv4 header sums to zero
+		 * with its checksum, so IPv4 needs no such update). */
+		old_w = *(__u32 *)((void *)ip6 + 4);
 		ip6->nexthdr = proto;
 		ip6->payload_len = bpf_htons(bpf_ntohs(ip6->payload_len) + grow);
+		new_w = *(__u32 *)((void *)ip6 + 4);
+		bpf_csum_update(skb, bpf_csum_diff(&old_w, 4, &new_w, 4, 0));
 	}
 	w->l4_len += grow;
 	return 0;
@@ -326,8 +333,11 @@ static __always_inline int find_setup(struct __sk_buff *skb, __u32 off, __u32 le
  * [csum_start, end) and writes the result at csum_start + 16, which in TiU's layout is the ACK
  * number's top half (a SYN: the encapsulated source port). So that word is written as the value
  * that makes the stack's write produce the right one: ~(the final bytes' sum from csum_start).
- * A word that must end as 0 cannot be made so (the stack writes 0xffff for 0): such a data
- * segment goes as plain TCP, counted (one ACK value in 65,536).
+ * A word that must end as 0 or 0xffff cannot be made so reliably (the stack writes 0xffff for 0;
+ * a device may not): such a data segment goes as plain TCP, counted (two ACK values in 65,536).
+ * The completion must happen before the datagram is delivered: on a veth or tap device with
+ * transmit checksumming on, the peer gets the datagram unfinished, which tiu_ingress refuses
+ * (`in_unfinished`); TiU devices of that kind need transmit checksumming off.
  */
 static __always_inline int egress_partial(struct __sk_buff *skb, struct sk_buff *kskb, struct where *w,
 					  __u32 *u, int syn, __u16 ulen)
@@ -352,8 +362,11 @@ static __always_inline int egress_partial(struct __sk_buff *skb, struct sk_buff 
 		/* A SYN already has its room: it can go neither way. */
 		return syn ? TC_ACT_SHOT : TC_ACT_OK;
 	}
-	d = ((__u16 *)u)[(pos / 2) & 15];
-	if (d == 0) {
+	/* pos is 16 (data) or 20 (SYN) here: constant indexes for the verifier. */
+	d = syn ? ((__u16 *)u)[10] : ((__u16 *)u)[8];
+	/* 0 cannot be produced (the stack writes 0xffff for 0), and 0xffff would come out 0 from a
+	 * device that does not do that. */
+	if (d == 0 || d == 0xffff) {
 		count(syn ? TIU_EG_ERROR : TIU_EG_UNCARRIED);
 		return syn ? TC_ACT_SHOT : TC_ACT_OK;
 	}
@@ -371,7 +384,7 @@ static __always_inline int egress_partial(struct __sk_buff *skb, struct sk_buff 
 	((__u16 *)pz)[np / 2 - 1] = bpf_htons(ulen);
 	u[1] &= 0xffff;
 	s_l4 = bpf_csum_diff(0, 0, u, hl, fold(sp));
-	total = bpf_csum_diff(0, 0, pz, np & 63, fold(s_l4));
+	total = np == 12 ? bpf_csum_diff(0, 0, pz, 12, fold(s_l4)) : bpf_csum_diff(0, 0, pz, 36, fold(s_l4));
 	check = ~fold(total);
 	if (check == 0)
 		check = 0xffff;
@@ -381,7 +394,10 @@ static __always_inline int egress_partial(struct __sk_buff *skb, struct sk_buff 
 	if (syn)
 		s_l4 = bpf_csum_diff(u, 4, 0, 0, fold(s_l4));
 	x = ~fold(s_l4);
-	((__u16 *)u)[(pos / 2) & 15] = x;
+	if (syn)
+		((__u16 *)u)[10] = x;
+	else
+		((__u16 *)u)[8] = x;
 	if (bpf_skb_store_bytes(skb, w->l4, u, hl, 0) < 0 || set_ip(skb, w, IPPROTO_UDP, syn ? 4 : 0) < 0) {
 		count(TIU_EG_ERROR);
 		return TC_ACT_SHOT;
@@ -421,7 +437,10 @@ int tiu_egress(struct __sk_buff *skb)
 	doff = b12 >> 4;
 	/* A GSO super-segment would be cut into TCP segments after us: one TiU header cannot
 	 * become many (user space sets gso_max_segs 1 on TiU devices; this counts what slips by). */
-	if (doff < 5 || doff * 4 > w.l4_len || (b12 & 0x0f) || (flags & TCP_URG) || skb->gso_segs > 1) {
+	if (doff < 5 || doff * 4 > w.l4_len || (b12 & 0x0f) || (flags & TCP_URG) || skb->gso_size ||
+	    /* bpf_skb_adjust_room(BPF_ADJ_ROOM_NET) makes room 20 bytes after the IP header's
+	     * start, not after its options: a SYN behind IPv4 options goes as plain TCP. */
+	    ((flags & TCP_SYN) && w.l4 != w.l3 + (w.family == TIU_AF_INET ? 20 : 40))) {
 		count(TIU_EG_UNCARRIED);
 		return TC_ACT_OK;
 	}
@@ -539,6 +558,12 @@ int tiu_ingress(struct __sk_buff *skb)
 		count(TIU_IN_NO_CHECKSUM);
 		return TC_ACT_SHOT;
 	}
+	/* Sent by tiu_egress through a veth or tap whose transmit checksumming is on: the word at
+	 * the stack's checksum position still waits for a completion that will not come. */
+	if (BPF_CORE_READ_BITFIELD((struct sk_buff *)bpf_cast_to_kern_ctx(skb), ip_summed) == CHECKSUM_PARTIAL) {
+		count(TIU_IN_UNFINISHED);
+		return TC_ACT_SHOT;
+	}
 	syn = flags & TCP_SYN;
 	if (8 + (syn ? 16 : 12) + doff * 4 - 20 > ulen || ulen != w.l4_len ||
 	    bpf_skb_load_bytes(skb, w.l4, u, syn ? 24 : 20) < 0) {
@@ -547,7 +572,8 @@ int tiu_ingress(struct __sk_buff *skb)
 	}
 	setup = find_setup(skb, w.l4 + (syn ? 24 : 20), doff * 4 - 20);
 	if (syn) {
-		if ((b0 & 0x0f) || (flags & TCP_URG) || setup < 0 ||
+		/* The 4 bytes go at the IP header's start + 20 (BPF_ADJ_ROOM_NET): not behind options. */
+		if ((b0 & 0x0f) || (flags & TCP_URG) || setup < 0 || w.l4 != w.l3 + (w.family == TIU_AF_INET ? 20 : 40) ||
 		    (setup == SETUP_REFUSED && !(flags & TCP_ACK))) {
 			count(TIU_IN_MALFORMED);
 			return TC_ACT_SHOT;
@@ -607,7 +633,10 @@ int tiu_ingress(struct __sk_buff *skb)
 	((__u16 *)t)[8] = (__u16)~fold(sum);
 
 	/* A SYN: the TCP header goes 4 bytes in, then the 4 bytes in front of it go. */
-	if (bpf_skb_store_bytes(skb, w.l4 + (syn ? 4 : 0), t, 20, 0) < 0) {
+	/* BPF_F_RECOMPUTE_CSUM: a receive checksum over the whole packet (CHECKSUM_COMPLETE, real
+	 * NICs) must describe the new bytes, or TCP finds it wrong, checks in software and reports a
+	 * hardware checksum failure for every segment. */
+	if (bpf_skb_store_bytes(skb, w.l4 + (syn ? 4 : 0), t, 20, BPF_F_RECOMPUTE_CSUM) < 0) {
 		count(TIU_IN_ERROR);
 		return TC_ACT_SHOT;
 	}

@@ -57,6 +57,7 @@ enum tiu_stat {
 	TIU_IN_UNKNOWN_ID,    /* a Connection ID the table does not hold: dropped */
 	TIU_IN_MALFORMED,     /* lengths, reserved bits, options, Setup option: dropped */
 	TIU_IN_ERROR,         /* a helper failed: dropped */
+	TIU_IN_UNFINISHED,    /* checksum never completed (a veth/tap peer sending with tx csum on) */
 	TIU_NSTATS,
 };
 

@@ -4,6 +4,8 @@
 //! writes the skeleton `OUT_DIR/<name>.skel.rs`. Where bpftool, clang or the kernel's BTF is
 //! missing, the crate builds without the program: an empty skeleton, `cfg(<cfg>)` set, and the
 //! reason in the environment variable `<CFG>` (upper case) for the crate to report at run time.
+//! A program that does not compile fails the build: that is a bug, not a missing tool, and
+//! building without it would turn every test of it into a SKIP.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,8 @@ pub fn skeleton(name: &str, headers: &[&str], cfg: &str) {
     println!("cargo:rerun-if-env-changed=CLANG");
 
     if let Err(why) = build(&src, &bpf_dir, &out, &skel) {
+        // One line: cargo reads its instructions line by line.
+        let why = why.replace('\n', " ");
         println!("cargo:warning={name} is built without its BPF program: {why}");
         println!("cargo:rustc-cfg={cfg}");
         println!("cargo:rustc-env={}={why}", cfg.to_uppercase());
@@ -74,5 +78,6 @@ fn build(src: &Path, bpf_dir: &Path, out: &Path, skel: &Path) -> Result<(), Stri
             "-Werror".as_ref(),
         ])
         .build_and_generate(skel)
-        .map_err(|e| format!("building the BPF program failed: {e:#}"))
+        .unwrap_or_else(|e| panic!("{} does not compile: {e:#}", src.display()));
+    Ok(())
 }

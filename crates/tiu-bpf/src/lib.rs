@@ -64,7 +64,7 @@ pub struct IdVal {
 }
 
 /// The counters' names, in `enum tiu_stat` order.
-pub const STAT_NAMES: [&str; 12] = [
+pub const STAT_NAMES: [&str; 13] = [
     "eg_data",
     "eg_syn",
     "eg_uncarried",
@@ -77,6 +77,7 @@ pub const STAT_NAMES: [&str; 12] = [
     "in_unknown_id",
     "in_malformed",
     "in_error",
+    "in_unfinished",
 ];
 
 /// TC_ACT_OK and TC_ACT_SHOT, as the programs return them.
@@ -138,11 +139,12 @@ impl Loaded<'_> {
             .map_err(|e| Error(format!("ids map: {e}")))
     }
 
-    fn run(prog: &libbpf_rs::ProgramMut<'_>, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+    fn run(prog: &libbpf_rs::ProgramMut<'_>, frame: &[u8], flags: u32) -> Result<(u32, Vec<u8>)> {
         let mut out = vec![0u8; frame.len() + 64];
         let input = libbpf_rs::ProgramInput {
             data_in: Some(frame),
             data_out: Some(&mut out[..]),
+            flags,
             ..Default::default()
         };
         let o = prog
@@ -155,12 +157,25 @@ impl Loaded<'_> {
 
     /// Runs `tiu_egress` on an Ethernet frame: (the program's verdict, the frame after it).
     pub fn egress(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
-        Self::run(&self.skel.borrow_mut().progs.tiu_egress, frame)
+        Self::run(&self.skel.borrow_mut().progs.tiu_egress, frame, 0)
     }
 
     /// Runs `tiu_ingress` on an Ethernet frame.
     pub fn ingress(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
-        Self::run(&self.skel.borrow_mut().progs.tiu_ingress, frame)
+        Self::run(&self.skel.borrow_mut().progs.tiu_ingress, frame, 0)
+    }
+
+    /// Runs `tiu_ingress` on a frame received with a checksum over the whole packet
+    /// (CHECKSUM_COMPLETE, as real NICs hand it over); the kernel then requires that checksum to
+    /// still describe the packet after the program (BPF_F_TEST_SKB_CHECKSUM_COMPLETE), and
+    /// refuses the run (EBADMSG) if not.
+    pub fn ingress_checksum_complete(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        const BPF_F_TEST_SKB_CHECKSUM_COMPLETE: u32 = 1 << 2;
+        Self::run(
+            &self.skel.borrow_mut().progs.tiu_ingress,
+            frame,
+            BPF_F_TEST_SKB_CHECKSUM_COMPLETE,
+        )
     }
 
     /// Pins both programs at `dir/egress` and `dir/ingress`, for `tc filter add ... bpf da

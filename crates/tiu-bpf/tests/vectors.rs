@@ -236,6 +236,16 @@ fn both_programs_translate_as_crates_tiu_does() {
                         frame(v6, 6, &back.tcp),
                         "ingress v6={v6} n={n} id={id}"
                     );
+                    // As a NIC hands it over, with a checksum of the whole packet that must
+                    // still describe it afterwards (the kernel checks).
+                    let (ret, out) = tc
+                        .ingress_checksum_complete(&frame(v6, 17, &want_udp))
+                        .unwrap();
+                    assert_eq!(
+                        (ret, out),
+                        (TC_ACT_OK, frame(v6, 6, &back.tcp)),
+                        "CHECKSUM_COMPLETE v6={v6} n={n}"
+                    );
                     if t[13] & 0x02 != 0 {
                         syn += 1
                     } else {
@@ -252,10 +262,14 @@ fn both_programs_translate_as_crates_tiu_does() {
         assert!(data > 2000 && syn > 500, "{data} data, {syn} SYN");
         assert_eq!(s[0], data as u64, "eg_data");
         assert_eq!(s[1], syn as u64, "eg_syn");
-        assert_eq!(s[5], data as u64, "in_data");
-        assert_eq!(s[6], syn as u64, "in_syn");
         assert_eq!(
-            s[2] + s[3] + s[4] + s[7] + s[8] + s[9] + s[10] + s[11],
+            s[5],
+            2 * data as u64,
+            "in_data (each twice: as it is and CHECKSUM_COMPLETE)"
+        );
+        assert_eq!(s[6], 2 * syn as u64, "in_syn");
+        assert_eq!(
+            s[2] + s[3] + s[4] + s[7] + s[8] + s[9] + s[10] + s[11] + s[12],
             0,
             "{s:?}"
         );
@@ -332,6 +346,103 @@ fn refusals_are_counted_and_never_translated_into_another_connection() {
             (s[2], s[9], s[8], s[7]),
             (1, 1, 1, 1),
             "uncarried, unknown id, no checksum, not TiU: {s:?}"
+        );
+    })
+    .unwrap();
+}
+
+/// An IPv4 header with one 4-byte option (Router Alert, RFC 2113): ihl 6.
+fn frame_v4_options(proto: u8, l4: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    let mut ip = vec![0x46, 0];
+    ip.extend_from_slice(&((24 + l4.len()) as u16).to_be_bytes());
+    ip.extend_from_slice(&[
+        0x12, 0x34, 0x40, 0, 64, proto, 0, 0, 10, 0, 1, 2, 10, 0, 2, 3, 0x94, 0x04, 0, 0,
+    ]);
+    let c = ip_checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(l4);
+    f
+}
+
+#[test]
+fn ipv4_options_carry_data_but_not_a_syn() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    tiu_bpf::with_loaded(TIU_PORT, |tc| {
+        let ad = addrs(false);
+        let mut rng = Rng(7);
+        let key = ConnKey {
+            saddr: addr_bytes(ad.src),
+            daddr: addr_bytes(ad.dst),
+            sport: 50_009u16.to_be_bytes(),
+            dport: 5201u16.to_be_bytes(),
+            family: 4,
+            pad: [0; 3],
+        };
+        let val = ConnVal {
+            udp_sport: CLIENT_UDP.to_be_bytes(),
+            udp_dport: TIU_PORT.to_be_bytes(),
+            conn_id: 9,
+            pad: [0; 3],
+        };
+        tc.add_conn(&key, &val).unwrap();
+        tc.add_id(
+            &IdKey {
+                saddr: addr_bytes(ad.src),
+                daddr: addr_bytes(ad.dst),
+                udp_sport: CLIENT_UDP.to_be_bytes(),
+                udp_dport: TIU_PORT.to_be_bytes(),
+                family: 4,
+                conn_id: 9,
+                pad: [0; 2],
+            },
+            &IdVal {
+                sport: 50_009u16.to_be_bytes(),
+                dport: 5201u16.to_be_bytes(),
+            },
+        )
+        .unwrap();
+        // A data segment: translated in place behind the options.
+        let mut t = segment(&mut rng, 50_009, 5201, 9);
+        while t[13] & 0x02 != 0 {
+            t = segment(&mut rng, 50_009, 5201, 9);
+        }
+        tcp_checksum(ad, &mut t);
+        let d = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), 9).unwrap();
+        assert_eq!(
+            tc.egress(&frame_v4_options(6, &t)).unwrap(),
+            (TC_ACT_OK, frame_v4_options(17, &d))
+        );
+        let back = tiu_to_tcp(&d, ad, |_| Some((50_009, 5201))).unwrap();
+        assert_eq!(
+            tc.ingress(&frame_v4_options(17, &d)).unwrap(),
+            (TC_ACT_OK, frame_v4_options(6, &back.tcp))
+        );
+        // A SYN: its 4 bytes of room would land inside the options; plain TCP out, dropped in.
+        let mut syn = segment(&mut rng, 50_009, 5201, 9);
+        while syn[13] & 0x02 == 0 {
+            syn = segment(&mut rng, 50_009, 5201, 9);
+        }
+        tcp_checksum(ad, &mut syn);
+        assert_eq!(
+            tc.egress(&frame_v4_options(6, &syn)).unwrap(),
+            (TC_ACT_OK, frame_v4_options(6, &syn))
+        );
+        let ds = tcp_to_tiu(&syn, ad, (CLIENT_UDP, TIU_PORT), 9).unwrap();
+        assert_eq!(
+            tc.ingress(&frame_v4_options(17, &ds)).unwrap().0,
+            TC_ACT_SHOT
+        );
+        let s = tc.stats().unwrap();
+        assert_eq!(
+            (s[0], s[2], s[5], s[10]),
+            (1, 1, 1, 1),
+            "eg_data, eg_uncarried, in_data, in_malformed: {s:?}"
         );
     })
     .unwrap();

@@ -1,10 +1,13 @@
 //! TiU on real kernel TCP: two network namespaces joined by a veth pair, both programs on both
-//! ends (clsact, attached from pins in a bpffs of the test's own), checksum offloads, TSO/GSO and GRO off (the programs carry
-//! checksums over; the receivers must check them), the connection's entries in the maps for both
-//! directions. A 4 MB transfer over one connection must arrive intact, every segment after the
-//! handshake must cross as a TiU datagram (the counters), and neither stack may count a checksum
-//! error. The handshake goes as plain TCP here: its SYN has no Setup option yet (sock_ops writes
-//! it in a later step), which `tiu_egress` counts and lets pass.
+//! ends (clsact, attached from pins in a bpffs of the test's own), the connection's entries in the
+//! maps for both directions. Transmit checksumming off (a veth peer would otherwise get segments
+//! whose checksum is never finished), receive checksumming off (so the receiving stacks check
+//! every checksum), gso_max_segs 1 (TCP builds GSO super-segments regardless), GRO off. A 4 MB
+//! transfer over one connection, on IPv4 and then IPv6, written in random sizes with Nagle off
+//! (segments of every length, odd ones too), must arrive intact, every segment after the handshake
+//! must cross as a TiU datagram (the counters), and neither stack may count a checksum error. The
+//! handshake goes as plain TCP here: its SYN has no Setup option yet (sock_ops writes it in a later
+//! step), which `tiu_egress` counts and lets pass.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +15,7 @@ use std::time::{Duration, Instant};
 const TIU_PORT: u16 = 8899;
 const CLIENT_UDP: u16 = 40999;
 const CLIENT_TCP: u16 = 40003;
+
 const CONN_ID: u8 = 3;
 
 fn sh(args: &[&str]) -> Result<String, String> {
@@ -113,80 +117,106 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
             ] {
                 sh(&cmd).unwrap();
             }
-            let (ca, cb) = ([10u8, 79, 0, 1], [10u8, 79, 0, 2]);
-            let addr = |v: [u8; 4]| {
-                let mut o = [0u8; 16];
-                o[..4].copy_from_slice(&v);
-                o
-            };
-            // a -> b and b -> a: the connection's four-tuple as each end sends it, and the ID
-            // table each end decapsulates with.
-            for (src, dst, sport, dport, usport, udport) in [
-                (ca, cb, CLIENT_TCP, 5201, CLIENT_UDP, TIU_PORT),
-                (cb, ca, 5201, CLIENT_TCP, TIU_PORT, CLIENT_UDP),
+            // An IPv6 address each too (no duplicate detection: usable at once).
+            sh(&["ip", "-n", &a, "addr", "add", "fd79::1/64", "dev", &va, "nodad"]).unwrap();
+            sh(&["ip", "-n", &b, "addr", "add", "fd79::2/64", "dev", &vb, "nodad"]).unwrap();
+            let mut runs = Vec::new();
+            for (v6, ca, cb, fam) in [
+                (false, "10.79.0.1", "10.79.0.2", 4u8),
+                (true, "fd79::1", "fd79::2", 6u8),
             ] {
-                tc.add_conn(
-                    &ConnKey { saddr: addr(src), daddr: addr(dst), sport: sport.to_be_bytes(), dport: dport.to_be_bytes(), family: 4, pad: [0; 3] },
-                    &ConnVal { udp_sport: usport.to_be_bytes(), udp_dport: udport.to_be_bytes(), conn_id: CONN_ID, pad: [0; 3] },
-                )
-                .unwrap();
-                tc.add_id(
-                    &IdKey { saddr: addr(src), daddr: addr(dst), udp_sport: usport.to_be_bytes(), udp_dport: udport.to_be_bytes(), family: 4, conn_id: CONN_ID, pad: [0; 2] },
-                    &IdVal { sport: sport.to_be_bytes(), dport: dport.to_be_bytes() },
-                )
-                .unwrap();
+                let addr = |s: &str| -> [u8; 16] {
+                    let mut o = [0u8; 16];
+                    match s.parse::<std::net::IpAddr>().unwrap() {
+                        std::net::IpAddr::V4(v) => o[..4].copy_from_slice(&v.octets()),
+                        std::net::IpAddr::V6(v) => o.copy_from_slice(&v.octets()),
+                    }
+                    o
+                };
+                // a -> b and b -> a: the connection's four-tuple as each end sends it, and the
+                // ID table each end decapsulates with.
+                for (src, dst, sport, dport, usport, udport) in [
+                    (ca, cb, CLIENT_TCP, 5201u16, CLIENT_UDP, TIU_PORT),
+                    (cb, ca, 5201, CLIENT_TCP, TIU_PORT, CLIENT_UDP),
+                ] {
+                    tc.add_conn(
+                        &ConnKey { saddr: addr(src), daddr: addr(dst), sport: sport.to_be_bytes(), dport: dport.to_be_bytes(), family: fam, pad: [0; 3] },
+                        &ConnVal { udp_sport: usport.to_be_bytes(), udp_dport: udport.to_be_bytes(), conn_id: CONN_ID, pad: [0; 3] },
+                    )
+                    .unwrap();
+                    tc.add_id(
+                        &IdKey { saddr: addr(src), daddr: addr(dst), udp_sport: usport.to_be_bytes(), udp_dport: udport.to_be_bytes(), family: fam, conn_id: CONN_ID, pad: [0; 2] },
+                        &IdVal { sport: sport.to_be_bytes(), dport: dport.to_be_bytes() },
+                    )
+                    .unwrap();
+                }
+                let before = tc.stats().unwrap();
+                // b: receive everything, answer with its SHA-256; a: send 4 MB from a fixed port
+                // in writes of random sizes with Nagle off, so segments of every length (odd ones
+                // too) cross.
+                let af = if v6 { "socket.AF_INET6" } else { "socket.AF_INET" };
+                let server = format!("import socket,hashlib\ns=socket.socket({af});s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('{cb}',5201));s.listen(1)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n d=c.recv(65536)\n if not d: break\n h.update(d)\nc.sendall(h.hexdigest().encode());c.close()");
+                let mut srv = Command::new("ip")
+                    .args(["netns", "exec", &b, "python3", "-c", &server])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let client = format!("import socket,hashlib,time,random\ndata=bytes((i*7+3)%251 for i in range(4<<20))\nfor _ in range(50):\n try:\n  s=socket.socket({af});s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('{ca}',{CLIENT_TCP}));s.settimeout(20);s.connect(('{cb}',5201));break\n except OSError:\n  s.close();time.sleep(0.1)\ns.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)\nr=random.Random(5);i=0\nwhile i<len(data):\n n=r.randint(1,3000);s.sendall(data[i:i+n]);i+=n\ns.shutdown(socket.SHUT_WR)\ngot=b''\nwhile True:\n d=s.recv(100)\n if not d: break\n got+=d\nprint(got.decode()==hashlib.sha256(data).hexdigest())");
+                let t0 = Instant::now();
+                let out = sh(&["ip", "netns", "exec", &a, "timeout", "60", "python3", "-c", &client]);
+                let _ = srv.kill();
+                let _ = srv.wait();
+                let after = tc.stats().unwrap();
+                let delta: Vec<u64> = after.iter().zip(&before).map(|(x, y)| x - y).collect();
+                runs.push((v6, out, t0.elapsed(), delta));
             }
-            // b: receive everything, answer with its SHA-256; a: send 4 MB from a fixed port.
-            let server = "import socket,hashlib\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('10.79.0.2',5201));s.listen(1)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n d=c.recv(65536)\n if not d: break\n h.update(d)\nc.sendall(h.hexdigest().encode());c.close()";
-            let mut srv = Command::new("ip")
-                .args(["netns", "exec", &b, "python3", "-c", server])
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap();
-            let client = "import socket,hashlib,time,sys\ndata=bytes((i*7+3)%251 for i in range(4<<20))\nfor _ in range(50):\n try:\n  s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('10.79.0.1',40003));s.settimeout(20);s.connect(('10.79.0.2',5201));break\n except OSError:\n  s.close();time.sleep(0.1)\ns.sendall(data);s.shutdown(socket.SHUT_WR)\ngot=b''\nwhile True:\n d=s.recv(100)\n if not d: break\n got+=d\nprint(got.decode()==hashlib.sha256(data).hexdigest())";
-            let t0 = Instant::now();
-            let out = sh(&["ip", "netns", "exec", &a, "timeout", "60", "python3", "-c", client]);
-            let _ = srv.kill();
-            let _ = srv.wait();
-            (out, t0.elapsed(), tc.stats().unwrap(), [csum_errors(&a), csum_errors(&b)])
+            (runs, [csum_errors(&a), csum_errors(&b)])
         })
         .unwrap();
-        let (out, took, stats, errors) = stats;
-        let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
-            .iter()
-            .copied()
-            .zip(stats.iter().copied())
-            .collect();
-        println!("counters: {named:?}; checksum errors (TCP, UDP) in a, b: {errors:?}; {took:?}");
-        let out = out.unwrap_or_else(|e| {
-            panic!("the client failed: {e}; counters {named:?}; checksum errors {errors:?}")
-        });
-        assert_eq!(out.trim(), "True", "the data arrived changed: {out}");
-        assert!(took < Duration::from_secs(60));
-        let get = |n: &str| named.iter().find(|(k, _)| *k == n).unwrap().1;
-        // 4 MB is about 2,900 full segments, and ACKs come back: every one crosses as TiU.
-        assert!(get("eg_data") > 2900, "{named:?}");
-        assert_eq!(
-            get("in_data"),
-            get("eg_data"),
-            "every datagram sent was decapsulated: {named:?}"
-        );
-        assert_eq!(
-            get("eg_no_setup"),
-            2,
-            "SYN and SYN-ACK went as plain TCP: {named:?}"
-        );
-        for n in [
-            "eg_uncarried",
-            "eg_error",
-            "in_not_tiu",
-            "in_no_checksum",
-            "in_unknown_id",
-            "in_malformed",
-            "in_error",
-        ] {
-            assert_eq!(get(n), 0, "{n}: {named:?}");
+        let (runs, errors) = stats;
+        for (v6, out, took, stats) in runs {
+            let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
+                .iter()
+                .copied()
+                .zip(stats.iter().copied())
+                .collect();
+            println!(
+                "IPv{}: counters {named:?}; {took:?}",
+                if v6 { 6 } else { 4 }
+            );
+            let out = out.unwrap_or_else(|e| {
+                panic!("the client failed: {e}; counters {named:?}; checksum errors {errors:?}")
+            });
+            assert_eq!(out.trim(), "True", "the data arrived changed: {out}");
+            assert!(took < Duration::from_secs(60));
+            let get = |n: &str| named.iter().find(|(k, _)| *k == n).unwrap().1;
+            // 4 MB is at least 2,900 segments, and ACKs come back: every one crosses as TiU,
+            // but for the few whose rewritten word would have to be 0 or 0xffff.
+            assert!(get("eg_data") > 2900, "{named:?}");
+            assert!(get("eg_uncarried") <= 3, "{named:?}");
+            assert_eq!(
+                get("in_data"),
+                get("eg_data"),
+                "every datagram sent was decapsulated: {named:?}"
+            );
+            assert_eq!(
+                get("eg_no_setup"),
+                2,
+                "SYN and SYN-ACK went as plain TCP: {named:?}"
+            );
+            for n in [
+                "eg_error",
+                "in_not_tiu",
+                "in_no_checksum",
+                "in_unknown_id",
+                "in_malformed",
+                "in_error",
+                "in_unfinished",
+            ] {
+                assert_eq!(get(n), 0, "{n}: {named:?}");
+            }
         }
+        println!("checksum errors (TCP, UDP) in a, b: {errors:?}");
         assert_eq!(
             errors,
             [(0, 0), (0, 0)],
