@@ -170,10 +170,20 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                 let delta: Vec<u64> = after.iter().zip(&before).map(|(x, y)| x - y).collect();
                 runs.push((v6, out, t0.elapsed(), delta));
             }
-            (runs, [csum_errors(&a), csum_errors(&b)])
+            let errors = [csum_errors(&a), csum_errors(&b)];
+            // Injected datagrams on the TiU port pair, from a to b (a's egress passes UDP on):
+            // no checksum (SO_NO_CHECK), a Connection ID b does not know, a Data Offset longer
+            // than the datagram, a STUN Binding Request. Each is counted, none reaches TCP.
+            let before = tc.stats().unwrap();
+            let inject = format!("import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.bind(('10.79.0.1',{CLIENT_UDP}))\nfor p in [bytes([0x50|1,0x10,0,100])+bytes(8), bytes([0xf0|1,0x30,0,100])+bytes(8), bytes([0,1,0,0,0x21,0x12,0xa4,0x42])+bytes(12)]:\n s.sendto(p,('10.79.0.2',{TIU_PORT}))\ns.setsockopt(socket.SOL_SOCKET,11,1)\ns.sendto(bytes([0x50|1,0x10,0,100])+bytes(8),('10.79.0.2',{TIU_PORT}))");
+            sh(&["ip", "netns", "exec", &a, "python3", "-c", &inject]).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            let after = tc.stats().unwrap();
+            let injected: Vec<u64> = after.iter().zip(&before).map(|(x, y)| x - y).collect();
+            (runs, errors, injected)
         })
         .unwrap();
-        let (runs, errors) = stats;
+        let (runs, errors, injected) = stats;
         for (v6, out, took, stats) in runs {
             let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
                 .iter()
@@ -221,6 +231,27 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
             errors,
             [(0, 0), (0, 0)],
             "checksum errors (TCP, UDP) in a, b"
+        );
+        let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
+            .iter()
+            .copied()
+            .zip(injected.iter().copied())
+            .collect();
+        println!("injected: {named:?}");
+        let get = |n: &str| named.iter().find(|(k, _)| *k == n).unwrap().1;
+        // The first datagram names ID 2 (0x51, c = 0), which b does not know; the second ID 3,
+        // the connection's, with Data Offset 15 (longer than the datagram): malformed; the STUN
+        // request is passed on; the last, ID 3, has no checksum. None is decapsulated.
+        assert_eq!(
+            (
+                get("in_unknown_id"),
+                get("in_malformed"),
+                get("in_not_tiu"),
+                get("in_no_checksum"),
+                get("in_data")
+            ),
+            (1, 1, 1, 1, 0),
+            "{named:?}"
         );
     }
 }
