@@ -651,3 +651,93 @@ int tiu_ingress(struct __sk_buff *skb)
 	count(syn ? TIU_IN_SYN : TIU_IN_DATA);
 	return TC_ACT_OK;
 }
+
+/*
+ * tiu_sockops (a cgroup sock_ops program): writes the TiU-Setup option (draft Fig. 3) into the
+ * SYN of a connection listed in `conns`, and into the SYN-ACK a listener answers it with, through
+ * the kernel's header-option callbacks, so the stack accounts for its bytes; tiu_egress then
+ * carries the SYN in the SYN header (Fig. 2). The option's value is the connection's ID in
+ * `conns` (as this host sends). Sockets of the cgroup that are not listed get no option.
+ */
+#define AF_INET 2
+#define AF_INET6 10
+#define TCPHDR_SYN 0x02
+
+struct setup_opt {
+	__u8 kind;
+	__u8 len;
+	__u16 exid;
+	__u8 id;
+} __attribute__((packed));
+
+/* The connection as this host sends it, from a sock_ops context. */
+static __always_inline struct tiu_conn_val *sockops_conn(struct bpf_sock_ops *skops)
+{
+	struct tiu_conn_key key = {};
+
+	if (skops->family == AF_INET) {
+		key.family = TIU_AF_INET;
+		key.saddr[0] = skops->local_ip4;
+		key.daddr[0] = skops->remote_ip4;
+	} else if (skops->family == AF_INET6) {
+		key.family = TIU_AF_INET6;
+		key.saddr[0] = skops->local_ip6[0];
+		key.saddr[1] = skops->local_ip6[1];
+		key.saddr[2] = skops->local_ip6[2];
+		key.saddr[3] = skops->local_ip6[3];
+		key.daddr[0] = skops->remote_ip6[0];
+		key.daddr[1] = skops->remote_ip6[1];
+		key.daddr[2] = skops->remote_ip6[2];
+		key.daddr[3] = skops->remote_ip6[3];
+	} else {
+		return 0;
+	}
+	/* local_port is in host order; remote_port holds the network-order port in its top half. */
+	key.sport = bpf_htons((__u16)skops->local_port);
+	key.dport = (__u16)(skops->remote_port >> 16);
+	return bpf_map_lookup_elem(&conns, &key);
+}
+
+SEC("sockops")
+int tiu_sockops(struct bpf_sock_ops *skops)
+{
+	struct tiu_conn_val *conn;
+	struct setup_opt opt;
+
+	switch (skops->op) {
+	case BPF_SOCK_OPS_TCP_CONNECT_CB:
+		/* An active open: ask for the header-option callbacks if it rides TiU. */
+		if (sockops_conn(skops))
+			bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
+						  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		break;
+	case BPF_SOCK_OPS_TCP_LISTEN_CB:
+		/* A listener: its SYN-ACKs come through the callbacks (each looked up). */
+		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
+					  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		break;
+	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
+		if ((skops->skb_tcp_flags & TCPHDR_SYN) && sockops_conn(skops))
+			bpf_reserve_hdr_opt(skops, sizeof(opt), 0);
+		break;
+	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
+		if (!(skops->skb_tcp_flags & TCPHDR_SYN))
+			break;
+		conn = sockops_conn(skops);
+		if (!conn)
+			break;
+		opt.kind = SETUP_KIND;
+		opt.len = SETUP_LEN;
+		opt.exid = bpf_htons(SETUP_EXID);
+		opt.id = conn->conn_id;
+		bpf_store_hdr_opt(skops, &opt, sizeof(opt), 0);
+		break;
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		/* Only SYNs carry the option: no more callbacks for this connection. */
+		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags &
+					  ~BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		break;
+	}
+	return 1;
+}

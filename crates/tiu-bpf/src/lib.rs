@@ -189,6 +189,25 @@ impl Loaded<'_> {
             .map_err(|e| Error(format!("pinning under {}: {e}", dir.display())))
     }
 
+    /// Attaches `tiu_sockops` (which writes the TiU-Setup option into a listed connection's SYN
+    /// and SYN-ACK) to the cgroup v2 directory `cgroup`; detached when the link is dropped.
+    pub fn attach_sockops(&self, cgroup: &std::path::Path) -> Result<libbpf_rs::Link> {
+        use std::os::fd::AsRawFd;
+        let dir = std::fs::File::open(cgroup)
+            .map_err(|e| Error(format!("opening the cgroup {}: {e}", cgroup.display())))?;
+        self.skel
+            .borrow_mut()
+            .progs
+            .tiu_sockops
+            .attach_cgroup(dir.as_raw_fd())
+            .map_err(|e| {
+                Error(format!(
+                    "attaching tiu_sockops to {}: {e}",
+                    cgroup.display()
+                ))
+            })
+    }
+
     /// The counters, summed over CPUs, by [`STAT_NAMES`].
     pub fn stats(&self) -> Result<Vec<u64>> {
         use libbpf_rs::MapCore;

@@ -1,13 +1,13 @@
-//! TiU on real kernel TCP: two network namespaces joined by a veth pair, both programs on both
-//! ends (clsact, attached from pins in a bpffs of the test's own), the connection's entries in the
-//! maps for both directions. Transmit checksumming off (a veth peer would otherwise get segments
-//! whose checksum is never finished), receive checksumming off (so the receiving stacks check
-//! every checksum), gso_max_segs 1 (TCP builds GSO super-segments regardless), GRO off. A 4 MB
-//! transfer over one connection, on IPv4 and then IPv6, written in random sizes with Nagle off
-//! (segments of every length, odd ones too), must arrive intact, every segment after the handshake
-//! must cross as a TiU datagram (the counters), and neither stack may count a checksum error. The
-//! handshake goes as plain TCP here: its SYN has no Setup option yet (sock_ops writes it in a later
-//! step), which `tiu_egress` counts and lets pass.
+//! TiU on real kernel TCP: two network namespaces joined by a veth pair, both tc programs on
+//! both ends (clsact, attached from pins in a bpffs of the test's own), `tiu_sockops` on a cgroup
+//! of the test's own that the client and the server run in (their SYN and SYN-ACK carry the
+//! TiU-Setup option), the connection's entries in the maps for both directions. Transmit
+//! checksumming off (a veth peer would otherwise get segments whose checksum is never finished),
+//! receive checksumming off (so the receiving stacks check every checksum), gso_max_segs 1 (TCP
+//! builds GSO super-segments regardless), GRO off. A 4 MB transfer over one connection, on IPv4
+//! and then IPv6, written in random sizes with Nagle off (segments of every length, odd ones
+//! too), must arrive intact, every segment from the SYN on must cross as TiU (the counters), and
+//! neither stack may count a checksum error. Then injected datagrams: each refused and counted.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,6 +37,8 @@ fn sh(args: &[&str]) -> Result<String, String> {
 struct Cleanup {
     netns: Vec<String>,
     pins: std::path::PathBuf,
+    /// A cgroup2 hierarchy mounted for the test, and the cgroup in it the sockets live in.
+    cgroup: std::path::PathBuf,
 }
 
 impl Drop for Cleanup {
@@ -46,6 +48,9 @@ impl Drop for Cleanup {
         }
         let _ = Command::new("umount").arg(&self.pins).status();
         let _ = std::fs::remove_dir(&self.pins);
+        let _ = std::fs::remove_dir(self.cgroup.join("t"));
+        let _ = Command::new("umount").arg(&self.cgroup).status();
+        let _ = std::fs::remove_dir(&self.cgroup);
     }
 }
 
@@ -84,14 +89,34 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
         // A bpffs of its own outside /sys: `ip netns exec` and `tc -n` remount /sys, which hides
         // /sys/fs/bpf from the tc that attaches the pins.
         let pins = std::path::PathBuf::from(format!("/run/tiu-test-{id}"));
+        let cgroup = std::path::PathBuf::from(format!("/run/tiu-cg-{id}"));
         let _guard = Cleanup {
             netns: vec![a.clone(), b.clone()],
             pins: pins.clone(),
+            cgroup: cgroup.clone(),
         };
         let stats = tiu_bpf::with_loaded(TIU_PORT, |tc| {
             std::fs::create_dir_all(&pins).unwrap();
             sh(&["mount", "-t", "bpf", "bpf", pins.to_str().unwrap()]).unwrap();
             tc.pin_programs(&pins).unwrap();
+            // The client and the server run in a cgroup of their own with tiu_sockops attached:
+            // their SYN and SYN-ACK carry the TiU-Setup option, so the handshake rides TiU too.
+            std::fs::create_dir_all(&cgroup).unwrap();
+            sh(&["mount", "-t", "cgroup2", "none", cgroup.to_str().unwrap()]).unwrap();
+            std::fs::create_dir_all(cgroup.join("t")).unwrap();
+            let _link = tc.attach_sockops(&cgroup.join("t")).unwrap();
+            let procs = cgroup.join("t").join("cgroup.procs");
+            let in_cgroup = |args: &[&str]| {
+                use std::os::unix::process::CommandExt;
+                let mut c = Command::new(args[0]);
+                c.args(&args[1..]);
+                let procs = procs.clone();
+                // SAFETY: only a write of the child's own pid before exec.
+                unsafe {
+                    c.pre_exec(move || std::fs::write(&procs, std::process::id().to_string()));
+                }
+                c
+            };
             let (eg, ing) = (pins.join("egress"), pins.join("ingress"));
             let (eg, ing) = (eg.to_str().unwrap(), ing.to_str().unwrap());
             for cmd in [
@@ -156,14 +181,22 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                 // too) cross.
                 let af = if v6 { "socket.AF_INET6" } else { "socket.AF_INET" };
                 let server = format!("import socket,hashlib\ns=socket.socket({af});s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('{cb}',5201));s.listen(1)\nc,_=s.accept();h=hashlib.sha256()\nwhile True:\n d=c.recv(65536)\n if not d: break\n h.update(d)\nc.sendall(h.hexdigest().encode());c.close()");
-                let mut srv = Command::new("ip")
-                    .args(["netns", "exec", &b, "python3", "-c", &server])
+                let mut srv = in_cgroup(&["ip", "netns", "exec", &b, "python3", "-c", &server])
                     .stdout(Stdio::null())
                     .spawn()
                     .unwrap();
                 let client = format!("import socket,hashlib,time,random\ndata=bytes((i*7+3)%251 for i in range(4<<20))\nfor _ in range(50):\n try:\n  s=socket.socket({af});s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('{ca}',{CLIENT_TCP}));s.settimeout(20);s.connect(('{cb}',5201));break\n except OSError:\n  s.close();time.sleep(0.1)\ns.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)\nr=random.Random(5);i=0\nwhile i<len(data):\n n=r.randint(1,3000);s.sendall(data[i:i+n]);i+=n\ns.shutdown(socket.SHUT_WR)\ngot=b''\nwhile True:\n d=s.recv(100)\n if not d: break\n got+=d\nprint(got.decode()==hashlib.sha256(data).hexdigest())");
                 let t0 = Instant::now();
-                let out = sh(&["ip", "netns", "exec", &a, "timeout", "60", "python3", "-c", &client]);
+                let out = in_cgroup(&["ip", "netns", "exec", &a, "timeout", "60", "python3", "-c", &client])
+                    .output()
+                    .map_err(|e| e.to_string())
+                    .and_then(|o| {
+                        if o.status.success() {
+                            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+                        } else {
+                            Err(String::from_utf8_lossy(&o.stderr).into_owned())
+                        }
+                    });
                 let _ = srv.kill();
                 let _ = srv.wait();
                 let after = tc.stats().unwrap();
@@ -210,9 +243,9 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                 "every datagram sent was decapsulated: {named:?}"
             );
             assert_eq!(
-                get("eg_no_setup"),
-                2,
-                "SYN and SYN-ACK went as plain TCP: {named:?}"
+                (get("eg_syn"), get("in_syn"), get("eg_no_setup")),
+                (2, 2, 0),
+                "SYN and SYN-ACK crossed as TiU SYN headers with their Setup option: {named:?}"
             );
             for n in [
                 "eg_error",
