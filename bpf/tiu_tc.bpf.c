@@ -62,6 +62,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define SETUP_EXID 0x524a
 #define SETUP_REFUSED 255
 #define MAX_CONN_ID 31
+#define BPF_ANY 0
 #define CHECKSUM_PARTIAL 3
 /* Payload summed in chunks of this many bytes, at most this many chunks (6 KiB: a 1500-byte MTU
  * with room to spare; larger segments are sent as plain TCP, counted). */
@@ -519,6 +520,59 @@ int tiu_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
+/*
+ * What a TiU SYN or SYN-ACK teaches (draft sec. 3.1.1.3): the sender will use Connection ID `id`
+ * for the TCP ports in the SYN header on this port pair.
+ *  - A SYN: this host, the server, records the ID for the peer (`ids`) and answers through
+ *    `conns` (the reverse four-tuple, the port pair swapped), so tiu_sockops writes the Setup
+ *    option into the SYN-ACK and tiu_egress carries it. An ID the peer already uses on this port
+ *    pair for other ports is a collision: the answer is 255 (`conns` with ID 255: the SYN-ACK
+ *    says refused and the connection's later segments, whose ID is over 31, go as plain TCP).
+ *  - A SYN-ACK with an ID: the client records it for the peer's segments (`ids`).
+ *  - A SYN-ACK with 255: the client stops encapsulating (its `conns` entry goes).
+ * The SYN header's ports are (u[5]): the peer's, then this host's.
+ */
+static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
+{
+	struct tiu_id_key ik = {};
+	struct tiu_id_val iv = {}, *had;
+	struct tiu_conn_key ck = {};
+	struct tiu_conn_val cv = {};
+
+	__builtin_memcpy(ik.saddr, w->saddr, 16);
+	__builtin_memcpy(ik.daddr, w->daddr, 16);
+	ik.udp_sport = u[0] & 0xffff;
+	ik.udp_dport = u[0] >> 16;
+	ik.family = w->family;
+	ik.conn_id = id;
+	iv.sport = u[5] & 0xffff;
+	iv.dport = u[5] >> 16;
+	/* This host's four-tuple of the connection, as it sends. */
+	__builtin_memcpy(ck.saddr, w->daddr, 16);
+	__builtin_memcpy(ck.daddr, w->saddr, 16);
+	ck.sport = iv.dport;
+	ck.dport = iv.sport;
+	ck.family = w->family;
+	if (ack) {
+		if (id == SETUP_REFUSED) {
+			bpf_map_delete_elem(&conns, &ck);
+			return 0;
+		}
+		return bpf_map_update_elem(&ids, &ik, &iv, BPF_ANY);
+	}
+	cv.udp_sport = u[0] >> 16;
+	cv.udp_dport = u[0] & 0xffff;
+	cv.conn_id = id;
+	had = bpf_map_lookup_elem(&ids, &ik);
+	if (had && (had->sport != iv.sport || had->dport != iv.dport)) {
+		cv.conn_id = SETUP_REFUSED;
+		count(TIU_IN_COLLISION);
+	} else if (bpf_map_update_elem(&ids, &ik, &iv, BPF_ANY) < 0) {
+		return -1;
+	}
+	return bpf_map_update_elem(&conns, &ck, &cv, BPF_ANY);
+}
+
 SEC("tc")
 int tiu_ingress(struct __sk_buff *skb)
 {
@@ -580,6 +634,10 @@ int tiu_ingress(struct __sk_buff *skb)
 		}
 		t[0] = u[5];
 		t[3] = u[2];
+		if (learn(&w, u, setup, flags & TCP_ACK) < 0) {
+			count(TIU_IN_ERROR);
+			return TC_ACT_SHOT;
+		}
 	} else {
 		if (setup != -1) {
 			count(TIU_IN_MALFORMED);

@@ -64,7 +64,7 @@ pub struct IdVal {
 }
 
 /// The counters' names, in `enum tiu_stat` order.
-pub const STAT_NAMES: [&str; 13] = [
+pub const STAT_NAMES: [&str; 14] = [
     "eg_data",
     "eg_syn",
     "eg_uncarried",
@@ -78,6 +78,7 @@ pub const STAT_NAMES: [&str; 13] = [
     "in_malformed",
     "in_error",
     "in_unfinished",
+    "in_collision",
 ];
 
 /// TC_ACT_OK and TC_ACT_SHOT, as the programs return them.

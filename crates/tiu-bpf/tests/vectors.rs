@@ -42,20 +42,32 @@ fn ip_checksum(h: &[u8]) -> u16 {
 
 /// Ethernet + IPv4 (20 bytes, checksum right) or IPv6 + the transport bytes.
 fn frame(v6: bool, proto: u8, l4: &[u8]) -> Vec<u8> {
+    frame_dir(v6, proto, l4, false)
+}
+
+/// As [`frame`], from the server to the client when `reverse`.
+fn frame_dir(v6: bool, proto: u8, l4: &[u8], reverse: bool) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
     if v6 {
         f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
         f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
         f.extend_from_slice(&[proto, 64]);
-        f.extend_from_slice(&Ipv6Address::new(0xfd00, 0, 0, 1, 0, 0, 0, 2).octets());
-        f.extend_from_slice(&Ipv6Address::new(0xfd00, 0, 0, 2, 0, 0, 0, 3).octets());
+        let (a, b) = (
+            Ipv6Address::new(0xfd00, 0, 0, 1, 0, 0, 0, 2),
+            Ipv6Address::new(0xfd00, 0, 0, 2, 0, 0, 0, 3),
+        );
+        let (a, b) = if reverse { (b, a) } else { (a, b) };
+        f.extend_from_slice(&a.octets());
+        f.extend_from_slice(&b.octets());
     } else {
         f.extend_from_slice(&[0x08, 0x00]);
         let mut ip = vec![0x45, 0];
         ip.extend_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
-        ip.extend_from_slice(&[
-            0x12, 0x34, 0x40, 0, 64, proto, 0, 0, 10, 0, 1, 2, 10, 0, 2, 3,
-        ]);
+        ip.extend_from_slice(&[0x12, 0x34, 0x40, 0, 64, proto, 0, 0]);
+        let (a, b) = ([10u8, 0, 1, 2], [10u8, 0, 2, 3]);
+        let (a, b) = if reverse { (b, a) } else { (a, b) };
+        ip.extend_from_slice(&a);
+        ip.extend_from_slice(&b);
         let c = ip_checksum(&ip);
         ip[10..12].copy_from_slice(&c.to_be_bytes());
         f.extend_from_slice(&ip);
@@ -269,7 +281,7 @@ fn both_programs_translate_as_crates_tiu_does() {
         );
         assert_eq!(s[6], 2 * syn as u64, "in_syn");
         assert_eq!(
-            s[2] + s[3] + s[4] + s[7] + s[8] + s[9] + s[10] + s[11] + s[12],
+            s[2] + s[3] + s[4] + s[7] + s[8] + s[9] + s[10] + s[11] + s[12] + s[13],
             0,
             "{s:?}"
         );
@@ -443,6 +455,133 @@ fn ipv4_options_carry_data_but_not_a_syn() {
             (s[0], s[2], s[5], s[10]),
             (1, 1, 1, 1),
             "eg_data, eg_uncarried, in_data, in_malformed: {s:?}"
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    tiu_bpf::with_loaded(TIU_PORT, |tc| {
+        // Frames from the client (ad) arrive at the server; the server answers the other way.
+        let ad = addrs(false);
+        let back_ad = Addrs::new(ad.dst, ad.src).unwrap();
+        let mut rng = Rng(11);
+        let syn_from = |rng: &mut Rng, sport: u16, id: u8, ack: bool| {
+            let mut t = segment(rng, sport, 5201, id);
+            while t[13] & 0x02 == 0 {
+                t = segment(rng, sport, 5201, id);
+            }
+            t[13] = if ack { 0x12 } else { 0x02 };
+            t
+        };
+        // A SYN with ID 5 for client port 50001: learned, and the SYN-ACK goes out as TiU with 5.
+        let mut syn = syn_from(&mut rng, 50_001, 5, false);
+        tcp_checksum(ad, &mut syn);
+        let d = tcp_to_tiu(&syn, ad, (CLIENT_UDP, TIU_PORT), 5).unwrap();
+        assert_eq!(tc.ingress(&frame(false, 17, &d)).unwrap().0, TC_ACT_OK);
+        let mut synack = syn_from(&mut rng, 5201, 5, true);
+        synack[0..4].copy_from_slice(&[0x14, 0x51, 0xc3, 0x51]); // 5201 -> 50001
+        tcp_checksum(back_ad, &mut synack);
+        let want = tcp_to_tiu(&synack, back_ad, (TIU_PORT, CLIENT_UDP), 5).unwrap();
+        assert_eq!(
+            tc.egress(&frame_dir(false, 6, &synack, true)).unwrap(),
+            (TC_ACT_OK, frame_dir(false, 17, &want, true))
+        );
+        // Its data segments are decapsulated with the learned ports.
+        let mut data = segment(&mut rng, 50_001, 5201, 5);
+        while data[13] & 0x02 != 0 {
+            data = segment(&mut rng, 50_001, 5201, 5);
+        }
+        tcp_checksum(ad, &mut data);
+        let dd = tcp_to_tiu(&data, ad, (CLIENT_UDP, TIU_PORT), 5).unwrap();
+        let backd = tiu_to_tcp(&dd, ad, |_| Some((50_001, 5201))).unwrap();
+        assert_eq!(
+            tc.ingress(&frame(false, 17, &dd)).unwrap(),
+            (TC_ACT_OK, frame(false, 6, &backd.tcp))
+        );
+        // Another SYN asking for ID 5 for client port 50002: a collision. The server's answer
+        // carries 255, and its segments of that connection go as plain TCP.
+        let mut syn2 = syn_from(&mut rng, 50_002, 5, false);
+        tcp_checksum(ad, &mut syn2);
+        let d2 = tcp_to_tiu(&syn2, ad, (CLIENT_UDP, TIU_PORT), 5).unwrap();
+        assert_eq!(tc.ingress(&frame(false, 17, &d2)).unwrap().0, TC_ACT_OK);
+        let mut refusal = syn_from(&mut rng, 5201, 255, true);
+        refusal[0..4].copy_from_slice(&[0x14, 0x51, 0xc3, 0x52]); // 5201 -> 50002
+        tcp_checksum(back_ad, &mut refusal);
+        let want = tcp_to_tiu(&refusal, back_ad, (TIU_PORT, CLIENT_UDP), 255).unwrap();
+        assert_eq!(
+            tc.egress(&frame_dir(false, 6, &refusal, true)).unwrap(),
+            (TC_ACT_OK, frame_dir(false, 17, &want, true))
+        );
+        let mut later = segment(&mut rng, 5201, 50_002, 0);
+        while later[13] & 0x02 != 0 {
+            later = segment(&mut rng, 5201, 50_002, 0);
+        }
+        tcp_checksum(back_ad, &mut later);
+        assert_eq!(
+            tc.egress(&frame_dir(false, 6, &later, true)).unwrap(),
+            (TC_ACT_OK, frame_dir(false, 6, &later, true))
+        );
+        let s = tc.stats().unwrap();
+        let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
+            .iter()
+            .copied()
+            .zip(s.iter().copied())
+            .collect();
+        let get = |n: &str| named.iter().find(|(k, _)| *k == n).unwrap().1;
+        assert_eq!(
+            (
+                get("in_syn"),
+                get("eg_syn"),
+                get("in_data"),
+                get("in_collision"),
+                get("eg_uncarried")
+            ),
+            (2, 2, 1, 1, 1),
+            "{named:?}"
+        );
+        // The client side: a refusing SYN-ACK ends its encapsulation.
+        let ck = ConnKey {
+            saddr: addr_bytes(ad.src),
+            daddr: addr_bytes(ad.dst),
+            sport: 50_003u16.to_be_bytes(),
+            dport: 5201u16.to_be_bytes(),
+            family: 4,
+            pad: [0; 3],
+        };
+        tc.add_conn(
+            &ck,
+            &ConnVal {
+                udp_sport: CLIENT_UDP.to_be_bytes(),
+                udp_dport: TIU_PORT.to_be_bytes(),
+                conn_id: 6,
+                pad: [0; 3],
+            },
+        )
+        .unwrap();
+        let mut no = syn_from(&mut rng, 5201, 255, true);
+        no[0..4].copy_from_slice(&[0x14, 0x51, 0xc3, 0x53]); // 5201 -> 50003
+        tcp_checksum(back_ad, &mut no);
+        let dn = tcp_to_tiu(&no, back_ad, (TIU_PORT, CLIENT_UDP), 255).unwrap();
+        assert_eq!(
+            tc.ingress(&frame_dir(false, 17, &dn, true)).unwrap().0,
+            TC_ACT_OK
+        );
+        let mut after = segment(&mut rng, 50_003, 5201, 6);
+        while after[13] & 0x02 != 0 {
+            after = segment(&mut rng, 50_003, 5201, 6);
+        }
+        tcp_checksum(ad, &mut after);
+        assert_eq!(
+            tc.egress(&frame(false, 6, &after)).unwrap(),
+            (TC_ACT_OK, frame(false, 6, &after)),
+            "plain TCP after a refusal"
         );
     })
     .unwrap();
