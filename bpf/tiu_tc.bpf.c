@@ -73,14 +73,14 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u16 cfg_tiu_port = 0;
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* handshakes that never complete age out */
 	__uint(max_entries, 4096);
 	__type(key, struct tiu_conn_key);
 	__type(value, struct tiu_conn_val);
 } conns SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* handshakes that never complete age out */
 	__uint(max_entries, 4096);
 	__type(key, struct tiu_id_key);
 	__type(value, struct tiu_id_val);
@@ -450,6 +450,10 @@ int tiu_egress(struct __sk_buff *skb)
 	if (syn ? (setup != conn->conn_id || (setup == SETUP_REFUSED && !(flags & TCP_ACK)))
 		: (setup != -1 || conn->conn_id > MAX_CONN_ID)) {
 		count(syn ? TIU_EG_NO_SETUP : TIU_EG_UNCARRIED);
+		/* A SYN that goes without its Setup option leaves its connection plain TCP for good:
+		 * the peer could not know its ID. */
+		if (syn)
+			bpf_map_delete_elem(&conns, &key);
 		return TC_ACT_OK;
 	}
 	urg = ((__u16 *)t)[9];
@@ -537,7 +541,7 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 	struct tiu_id_key ik = {};
 	struct tiu_id_val iv = {}, *had;
 	struct tiu_conn_key ck = {};
-	struct tiu_conn_val cv = {};
+	struct tiu_conn_val cv = {}, *mine;
 
 	__builtin_memcpy(ik.saddr, w->saddr, 16);
 	__builtin_memcpy(ik.daddr, w->daddr, 16);
@@ -553,7 +557,12 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 	ck.sport = iv.dport;
 	ck.dport = iv.sport;
 	ck.family = w->family;
+	mine = bpf_map_lookup_elem(&conns, &ck);
 	if (ack) {
+		/* Only the answer to a SYN this host sent as TiU, with its ID or a refusal: an
+		 * unsolicited or disagreeing SYN-ACK teaches nothing (and is dropped). */
+		if (!mine || (id != mine->conn_id && id != SETUP_REFUSED))
+			return -2;
 		if (id == SETUP_REFUSED) {
 			bpf_map_delete_elem(&conns, &ck);
 			return 0;
@@ -563,12 +572,19 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 	cv.udp_sport = u[0] >> 16;
 	cv.udp_dport = u[0] & 0xffff;
 	cv.conn_id = id;
-	had = bpf_map_lookup_elem(&ids, &ik);
-	if (had && (had->sport != iv.sport || had->dport != iv.dport)) {
-		cv.conn_id = SETUP_REFUSED;
-		count(TIU_IN_COLLISION);
-	} else if (bpf_map_update_elem(&ids, &ik, &iv, BPF_ANY) < 0) {
-		return -1;
+	if (mine) {
+		/* This connection is known: a retransmitted SYN changes nothing, and a SYN that would
+		 * move it to another port pair or ID (spoofed, or a stale entry) is dropped. */
+		return mine->udp_sport == cv.udp_sport && mine->udp_dport == cv.udp_dport &&
+		       mine->conn_id == cv.conn_id ? 0 : -2;
+	}
+	/* BPF_NOEXIST: of two SYNs asking for one ID at once, one wins, the other is a collision. */
+	if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) < 0) {
+		had = bpf_map_lookup_elem(&ids, &ik);
+		if (!had || had->sport != iv.sport || had->dport != iv.dport) {
+			cv.conn_id = SETUP_REFUSED;
+			count(TIU_IN_COLLISION);
+		}
 	}
 	return bpf_map_update_elem(&conns, &ck, &cv, BPF_ANY);
 }
@@ -634,7 +650,13 @@ int tiu_ingress(struct __sk_buff *skb)
 		}
 		t[0] = u[5];
 		t[3] = u[2];
-		if (learn(&w, u, setup, flags & TCP_ACK) < 0) {
+		switch (learn(&w, u, setup, flags & TCP_ACK)) {
+		case 0:
+			break;
+		case -2:
+			count(TIU_IN_REFUSED_SYN);
+			return TC_ACT_SHOT;
+		default:
 			count(TIU_IN_ERROR);
 			return TC_ACT_SHOT;
 		}
@@ -729,14 +751,24 @@ struct setup_opt {
 } __attribute__((packed));
 
 /* The connection as this host sends it, from a sock_ops context. */
-static __always_inline struct tiu_conn_val *sockops_conn(struct bpf_sock_ops *skops)
+static __always_inline struct tiu_conn_val *sockops_conn(struct bpf_sock_ops *skops,
+							struct tiu_conn_key *out)
 {
 	struct tiu_conn_key key = {};
 
-	if (skops->family == AF_INET) {
+	if (skops->family == AF_INET ||
+	    /* IPv4 through an IPv6 socket: v4-mapped addresses, the IPv4 connection's key. */
+	    (skops->family == AF_INET6 && skops->local_ip6[0] == 0 && skops->local_ip6[1] == 0 &&
+	     skops->local_ip6[2] == bpf_htonl(0xffff))) {
 		key.family = TIU_AF_INET;
-		key.saddr[0] = skops->local_ip4;
-		key.daddr[0] = skops->remote_ip4;
+		/* Each context field read on its own path: the verifier refuses a computed offset. */
+		if (skops->family == AF_INET) {
+			key.saddr[0] = skops->local_ip4;
+			key.daddr[0] = skops->remote_ip4;
+		} else {
+			key.saddr[0] = skops->local_ip6[3];
+			key.daddr[0] = skops->remote_ip6[3];
+		}
 	} else if (skops->family == AF_INET6) {
 		key.family = TIU_AF_INET6;
 		key.saddr[0] = skops->local_ip6[0];
@@ -753,7 +785,29 @@ static __always_inline struct tiu_conn_val *sockops_conn(struct bpf_sock_ops *sk
 	/* local_port is in host order; remote_port holds the network-order port in its top half. */
 	key.sport = bpf_htons((__u16)skops->local_port);
 	key.dport = (__u16)(skops->remote_port >> 16);
+	if (out)
+		*out = key;
 	return bpf_map_lookup_elem(&conns, &key);
+}
+
+/* A TiU connection closed: its entries go (an ID works again, for other ports; maps do not fill).
+ * The ID entry is the peer's segments' (peer, this host, the port pair swapped, the ID). */
+static __always_inline void forget(struct bpf_sock_ops *skops)
+{
+	struct tiu_conn_key ck;
+	struct tiu_conn_val *cv = sockops_conn(skops, &ck);
+	struct tiu_id_key ik = {};
+
+	if (!cv)
+		return;
+	__builtin_memcpy(ik.saddr, ck.daddr, 16);
+	__builtin_memcpy(ik.daddr, ck.saddr, 16);
+	ik.udp_sport = cv->udp_dport;
+	ik.udp_dport = cv->udp_sport;
+	ik.family = ck.family;
+	ik.conn_id = cv->conn_id;
+	bpf_map_delete_elem(&ids, &ik);
+	bpf_map_delete_elem(&conns, &ck);
 }
 
 SEC("sockops")
@@ -765,9 +819,10 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 	switch (skops->op) {
 	case BPF_SOCK_OPS_TCP_CONNECT_CB:
 		/* An active open: ask for the header-option callbacks if it rides TiU. */
-		if (sockops_conn(skops))
+		if (sockops_conn(skops, 0))
 			bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
-						  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+						  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG |
+						  BPF_SOCK_OPS_STATE_CB_FLAG);
 		break;
 	case BPF_SOCK_OPS_TCP_LISTEN_CB:
 		/* A listener: its SYN-ACKs come through the callbacks (each looked up). */
@@ -775,13 +830,13 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 					  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 		break;
 	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
-		if ((skops->skb_tcp_flags & TCPHDR_SYN) && sockops_conn(skops))
+		if ((skops->skb_tcp_flags & TCPHDR_SYN) && sockops_conn(skops, 0))
 			bpf_reserve_hdr_opt(skops, sizeof(opt), 0);
 		break;
 	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
 		if (!(skops->skb_tcp_flags & TCPHDR_SYN))
 			break;
-		conn = sockops_conn(skops);
+		conn = sockops_conn(skops, 0);
 		if (!conn)
 			break;
 		opt.kind = SETUP_KIND;
@@ -792,9 +847,18 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 		break;
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		/* Only SYNs carry the option: no more callbacks for this connection. */
-		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags &
-					  ~BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		/* Only SYNs carry the option: no more header callbacks; a TiU connection's end is
+		 * watched (its entries go when it closes). */
+		bpf_sock_ops_cb_flags_set(skops, (skops->bpf_sock_ops_cb_flags &
+						  ~BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG) |
+					  (sockops_conn(skops, 0) ? BPF_SOCK_OPS_STATE_CB_FLAG : 0));
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		/* args[1] is the new state. Deleting at TCP_CLOSE (also when the socket hands over
+		 * to TIME_WAIT) means a FIN retransmitted into TIME_WAIT is dropped as an unknown ID;
+		 * the peer's FIN_WAIT then ends by its timer. */
+		if (skops->args[1] == BPF_TCP_CLOSE)
+			forget(skops);
 		break;
 	}
 	return 1;

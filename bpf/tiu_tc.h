@@ -59,6 +59,7 @@ enum tiu_stat {
 	TIU_IN_ERROR,         /* a helper failed: dropped */
 	TIU_IN_UNFINISHED,    /* checksum never completed (a veth/tap peer sending with tx csum on) */
 	TIU_IN_COLLISION,     /* a SYN asked for an ID the peer uses for other ports: refused (255) */
+	TIU_IN_REFUSED_SYN,   /* a SYN moving a known connection, or an unasked/disagreeing SYN-ACK */
 	TIU_NSTATS,
 };
 

@@ -64,7 +64,7 @@ pub struct IdVal {
 }
 
 /// The counters' names, in `enum tiu_stat` order.
-pub const STAT_NAMES: [&str; 14] = [
+pub const STAT_NAMES: [&str; 15] = [
     "eg_data",
     "eg_syn",
     "eg_uncarried",
@@ -79,6 +79,7 @@ pub const STAT_NAMES: [&str; 14] = [
     "in_error",
     "in_unfinished",
     "in_collision",
+    "in_refused_syn",
 ];
 
 /// TC_ACT_OK and TC_ACT_SHOT, as the programs return them.

@@ -239,6 +239,30 @@ fn both_programs_translate_as_crates_tiu_does() {
                         )
                         .unwrap();
                     }
+                    let asked = || {
+                        if t[13] & 0x12 == 0x12 {
+                            // A SYN-ACK teaches only the host that sent the SYN: its own entry
+                            // (the reverse four-tuple, as it sends) with the ID it asked for.
+                            tc.add_conn(
+                                &ConnKey {
+                                    saddr: addr_bytes(ad.dst),
+                                    daddr: addr_bytes(ad.src),
+                                    sport: 5201u16.to_be_bytes(),
+                                    dport: sport.to_be_bytes(),
+                                    family: fam,
+                                    pad: [0; 3],
+                                },
+                                &ConnVal {
+                                    udp_sport: TIU_PORT.to_be_bytes(),
+                                    udp_dport: CLIENT_UDP.to_be_bytes(),
+                                    conn_id: id,
+                                    pad: [0; 3],
+                                },
+                            )
+                            .unwrap();
+                        }
+                    };
+                    asked();
                     let back =
                         tiu_to_tcp(&want_udp, ad, |i| (i == id).then_some((sport, 5201))).unwrap();
                     let (ret, out) = tc.ingress(&frame(v6, 17, &want_udp)).unwrap();
@@ -249,7 +273,9 @@ fn both_programs_translate_as_crates_tiu_does() {
                         "ingress v6={v6} n={n} id={id}"
                     );
                     // As a NIC hands it over, with a checksum of the whole packet that must
-                    // still describe it afterwards (the kernel checks).
+                    // still describe it afterwards (the kernel checks). (A refusal took the
+                    // asking host's entry away: it asks again.)
+                    asked();
                     let (ret, out) = tc
                         .ingress_checksum_complete(&frame(v6, 17, &want_udp))
                         .unwrap();
@@ -281,7 +307,7 @@ fn both_programs_translate_as_crates_tiu_does() {
         );
         assert_eq!(s[6], 2 * syn as u64, "in_syn");
         assert_eq!(
-            s[2] + s[3] + s[4] + s[7] + s[8] + s[9] + s[10] + s[11] + s[12] + s[13],
+            s[2] + s[3] + s[4] + s[7] + s[8] + s[9] + s[10] + s[11] + s[12] + s[13] + s[14],
             0,
             "{s:?}"
         );

@@ -147,9 +147,13 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
             sh(&["ip", "-n", &a, "addr", "add", "fd79::1/64", "dev", &va, "nodad"]).unwrap();
             sh(&["ip", "-n", &b, "addr", "add", "fd79::2/64", "dev", &vb, "nodad"]).unwrap();
             let mut runs = Vec::new();
-            for (v6, ca, cb, fam) in [
-                (false, "10.79.0.1", "10.79.0.2", 4u8),
-                (true, "fd79::1", "fd79::2", 6u8),
+            // The third connection takes ID 3 again from another port once the first has closed:
+            // a closed connection's entries go (tiu_sockops at TCP_CLOSE), or it would be refused
+            // as a collision.
+            for (v6, ca, cb, fam, cport) in [
+                (false, "10.79.0.1", "10.79.0.2", 4u8, CLIENT_TCP),
+                (true, "fd79::1", "fd79::2", 6u8, CLIENT_TCP),
+                (false, "10.79.0.1", "10.79.0.2", 4u8, CLIENT_TCP + 1),
             ] {
                 let addr = |s: &str| -> [u8; 16] {
                     let mut o = [0u8; 16];
@@ -162,7 +166,7 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                 // Only the client's entry: it rides TiU with ID 3. The server learns the ID and
                 // its answer from the SYN, the client the server's side from the SYN-ACK.
                 tc.add_conn(
-                    &ConnKey { saddr: addr(ca), daddr: addr(cb), sport: CLIENT_TCP.to_be_bytes(), dport: 5201u16.to_be_bytes(), family: fam, pad: [0; 3] },
+                    &ConnKey { saddr: addr(ca), daddr: addr(cb), sport: cport.to_be_bytes(), dport: 5201u16.to_be_bytes(), family: fam, pad: [0; 3] },
                     &ConnVal { udp_sport: CLIENT_UDP.to_be_bytes(), udp_dport: TIU_PORT.to_be_bytes(), conn_id: CONN_ID, pad: [0; 3] },
                 )
                 .unwrap();
@@ -176,7 +180,7 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                     .stdout(Stdio::null())
                     .spawn()
                     .unwrap();
-                let client = format!("import socket,hashlib,time,random\ndata=bytes((i*7+3)%251 for i in range(4<<20))\nfor _ in range(50):\n try:\n  s=socket.socket({af});s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('{ca}',{CLIENT_TCP}));s.settimeout(20);s.connect(('{cb}',5201));break\n except OSError:\n  s.close();time.sleep(0.1)\ns.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)\nr=random.Random(5);i=0\nwhile i<len(data):\n n=r.randint(1,3000);s.sendall(data[i:i+n]);i+=n\ns.shutdown(socket.SHUT_WR)\ngot=b''\nwhile True:\n d=s.recv(100)\n if not d: break\n got+=d\nprint(got.decode()==hashlib.sha256(data).hexdigest())");
+                let client = format!("import socket,hashlib,time,random\ndata=bytes((i*7+3)%251 for i in range(4<<20))\nfor _ in range(50):\n try:\n  s=socket.socket({af});s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('{ca}',{cport}));s.settimeout(20);s.connect(('{cb}',5201));break\n except OSError:\n  s.close();time.sleep(0.1)\ns.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)\nr=random.Random(5);i=0\nwhile i<len(data):\n n=r.randint(1,3000);s.sendall(data[i:i+n]);i+=n\ns.shutdown(socket.SHUT_WR)\ngot=b''\nwhile True:\n d=s.recv(100)\n if not d: break\n got+=d\nprint(got.decode()==hashlib.sha256(data).hexdigest())");
                 let t0 = Instant::now();
                 let out = in_cgroup(&["ip", "netns", "exec", &a, "timeout", "60", "python3", "-c", &client])
                     .output()
@@ -193,6 +197,8 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                 let after = tc.stats().unwrap();
                 let delta: Vec<u64> = after.iter().zip(&before).map(|(x, y)| x - y).collect();
                 runs.push((v6, out, t0.elapsed(), delta));
+                // The closed connection's entries are gone on both ends before the next one.
+                std::thread::sleep(Duration::from_millis(300));
             }
             let errors = [csum_errors(&a), csum_errors(&b)];
             // Injected datagrams on the TiU port pair, from a to b (a's egress passes UDP on):
@@ -246,6 +252,8 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                 "in_malformed",
                 "in_error",
                 "in_unfinished",
+                "in_collision",
+                "in_refused_syn",
             ] {
                 assert_eq!(get(n), 0, "{n}: {named:?}");
             }
