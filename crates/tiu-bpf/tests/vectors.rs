@@ -167,6 +167,38 @@ fn cannot_load() -> Option<String> {
     None
 }
 
+/// The client's entry of an IPv4 connection from `sport` to port 5201 (as the client sends).
+fn client_key(ad: Addrs, sport: u16) -> ConnKey {
+    ConnKey {
+        saddr: addr_bytes(ad.src),
+        daddr: addr_bytes(ad.dst),
+        sport: sport.to_be_bytes(),
+        dport: 5201u16.to_be_bytes(),
+        family: 4,
+        pad: [0; 3],
+    }
+}
+
+/// Its value: the TiU port pair from the client, Connection ID `id`.
+fn client_val(id: u8) -> ConnVal {
+    ConnVal {
+        udp_sport: CLIENT_UDP.to_be_bytes(),
+        udp_dport: TIU_PORT.to_be_bytes(),
+        conn_id: id,
+        pad: [0; 3],
+    }
+}
+
+/// A [`segment`] that is a SYN (or SYN-ACK) exactly when `syn`.
+fn segment_kind(r: &mut Rng, sport: u16, dport: u16, id: u8, syn: bool) -> Vec<u8> {
+    loop {
+        let t = segment(r, sport, dport, id);
+        if (t[13] & 0x02 != 0) == syn {
+            return t;
+        }
+    }
+}
+
 fn tcp_checksum(addrs: Addrs, t: &mut [u8]) {
     t[16..18].copy_from_slice(&[0, 0]);
     smoltcp::wire::TcpPacket::new_unchecked(&mut t[..]).fill_checksum(&addrs.src, &addrs.dst);
@@ -203,12 +235,7 @@ fn both_programs_translate_as_crates_tiu_does() {
                         family: fam,
                         pad: [0; 3],
                     };
-                    let val = ConnVal {
-                        udp_sport: CLIENT_UDP.to_be_bytes(),
-                        udp_dport: TIU_PORT.to_be_bytes(),
-                        conn_id: id,
-                        pad: [0; 3],
-                    };
+                    let val = client_val(id);
                     tc.add_conn(&key, &val).unwrap();
                     // Egress: the frame out is crates/tiu's datagram behind the adjusted IP header.
                     let want_udp = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), id).unwrap();
@@ -324,24 +351,8 @@ fn refusals_are_counted_and_never_translated_into_another_connection() {
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         let ad = addrs(false);
         let mut rng = Rng(99);
-        let key = ConnKey {
-            saddr: addr_bytes(ad.src),
-            daddr: addr_bytes(ad.dst),
-            sport: 50_007u16.to_be_bytes(),
-            dport: 5201u16.to_be_bytes(),
-            family: 4,
-            pad: [0; 3],
-        };
-        tc.add_conn(
-            &key,
-            &ConnVal {
-                udp_sport: CLIENT_UDP.to_be_bytes(),
-                udp_dport: TIU_PORT.to_be_bytes(),
-                conn_id: 7,
-                pad: [0; 3],
-            },
-        )
-        .unwrap();
+        let key = client_key(ad, 50_007);
+        tc.add_conn(&key, &client_val(7)).unwrap();
         let mut t = segment(&mut rng, 50_007, 5201, 7);
         t[13] &= !0x02;
         tcp_checksum(ad, &mut t);
@@ -414,20 +425,8 @@ fn ipv4_options_carry_data_but_not_a_syn() {
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         let ad = addrs(false);
         let mut rng = Rng(7);
-        let key = ConnKey {
-            saddr: addr_bytes(ad.src),
-            daddr: addr_bytes(ad.dst),
-            sport: 50_009u16.to_be_bytes(),
-            dport: 5201u16.to_be_bytes(),
-            family: 4,
-            pad: [0; 3],
-        };
-        let val = ConnVal {
-            udp_sport: CLIENT_UDP.to_be_bytes(),
-            udp_dport: TIU_PORT.to_be_bytes(),
-            conn_id: 9,
-            pad: [0; 3],
-        };
+        let key = client_key(ad, 50_009);
+        let val = client_val(9);
         tc.add_conn(&key, &val).unwrap();
         tc.add_id(
             &IdKey {
@@ -446,10 +445,7 @@ fn ipv4_options_carry_data_but_not_a_syn() {
         )
         .unwrap();
         // A data segment: translated in place behind the options.
-        let mut t = segment(&mut rng, 50_009, 5201, 9);
-        while t[13] & 0x02 != 0 {
-            t = segment(&mut rng, 50_009, 5201, 9);
-        }
+        let mut t = segment_kind(&mut rng, 50_009, 5201, 9, false);
         tcp_checksum(ad, &mut t);
         let d = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), 9).unwrap();
         assert_eq!(
@@ -462,10 +458,7 @@ fn ipv4_options_carry_data_but_not_a_syn() {
             (TC_ACT_OK, frame_v4_options(6, &back.tcp))
         );
         // A SYN: its 4 bytes of room would land inside the options; plain TCP out, dropped in.
-        let mut syn = segment(&mut rng, 50_009, 5201, 9);
-        while syn[13] & 0x02 == 0 {
-            syn = segment(&mut rng, 50_009, 5201, 9);
-        }
+        let mut syn = segment_kind(&mut rng, 50_009, 5201, 9, true);
         tcp_checksum(ad, &mut syn);
         assert_eq!(
             tc.egress(&frame_v4_options(6, &syn)).unwrap(),
@@ -499,10 +492,7 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
         let back_ad = Addrs::new(ad.dst, ad.src).unwrap();
         let mut rng = Rng(11);
         let syn_from = |rng: &mut Rng, sport: u16, id: u8, ack: bool| {
-            let mut t = segment(rng, sport, 5201, id);
-            while t[13] & 0x02 == 0 {
-                t = segment(rng, sport, 5201, id);
-            }
+            let mut t = segment_kind(rng, sport, 5201, id, true);
             t[13] = if ack { 0x12 } else { 0x02 };
             t
         };
@@ -520,10 +510,7 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             (TC_ACT_OK, frame_dir(false, 17, &want, true))
         );
         // Its data segments are decapsulated with the learned ports.
-        let mut data = segment(&mut rng, 50_001, 5201, 5);
-        while data[13] & 0x02 != 0 {
-            data = segment(&mut rng, 50_001, 5201, 5);
-        }
+        let mut data = segment_kind(&mut rng, 50_001, 5201, 5, false);
         tcp_checksum(ad, &mut data);
         let dd = tcp_to_tiu(&data, ad, (CLIENT_UDP, TIU_PORT), 5).unwrap();
         let backd = tiu_to_tcp(&dd, ad, |_| Some((50_001, 5201))).unwrap();
@@ -545,10 +532,7 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             tc.egress(&frame_dir(false, 6, &refusal, true)).unwrap(),
             (TC_ACT_OK, frame_dir(false, 17, &want, true))
         );
-        let mut later = segment(&mut rng, 5201, 50_002, 0);
-        while later[13] & 0x02 != 0 {
-            later = segment(&mut rng, 5201, 50_002, 0);
-        }
+        let mut later = segment_kind(&mut rng, 5201, 50_002, 0, false);
         tcp_checksum(back_ad, &mut later);
         assert_eq!(
             tc.egress(&frame_dir(false, 6, &later, true)).unwrap(),
@@ -573,24 +557,8 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             "{named:?}"
         );
         // The client side: a refusing SYN-ACK ends its encapsulation.
-        let ck = ConnKey {
-            saddr: addr_bytes(ad.src),
-            daddr: addr_bytes(ad.dst),
-            sport: 50_003u16.to_be_bytes(),
-            dport: 5201u16.to_be_bytes(),
-            family: 4,
-            pad: [0; 3],
-        };
-        tc.add_conn(
-            &ck,
-            &ConnVal {
-                udp_sport: CLIENT_UDP.to_be_bytes(),
-                udp_dport: TIU_PORT.to_be_bytes(),
-                conn_id: 6,
-                pad: [0; 3],
-            },
-        )
-        .unwrap();
+        let ck = client_key(ad, 50_003);
+        tc.add_conn(&ck, &client_val(6)).unwrap();
         let mut no = syn_from(&mut rng, 5201, 255, true);
         no[0..4].copy_from_slice(&[0x14, 0x51, 0xc3, 0x53]); // 5201 -> 50003
         tcp_checksum(back_ad, &mut no);
@@ -599,10 +567,7 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             tc.ingress(&frame_dir(false, 17, &dn, true)).unwrap().0,
             TC_ACT_OK
         );
-        let mut after = segment(&mut rng, 50_003, 5201, 6);
-        while after[13] & 0x02 != 0 {
-            after = segment(&mut rng, 50_003, 5201, 6);
-        }
+        let mut after = segment_kind(&mut rng, 50_003, 5201, 6, false);
         tcp_checksum(ad, &mut after);
         assert_eq!(
             tc.egress(&frame(false, 6, &after)).unwrap(),
