@@ -82,6 +82,21 @@ pub const STAT_NAMES: [&str; 15] = [
     "in_refused_syn",
 ];
 
+/// Counters as (name, value) pairs, in [`STAT_NAMES`] order.
+pub fn named_stats(stats: &[u64]) -> Vec<(&'static str, u64)> {
+    STAT_NAMES
+        .iter()
+        .copied()
+        .zip(stats.iter().copied())
+        .collect()
+}
+
+/// One counter by its name in [`STAT_NAMES`] (`None` for a name that is not one).
+pub fn stat(stats: &[u64], name: &str) -> Option<u64> {
+    let i = STAT_NAMES.iter().position(|n| *n == name)?;
+    stats.get(i).copied()
+}
+
 /// TC_ACT_OK and TC_ACT_SHOT, as the programs return them.
 pub const TC_ACT_OK: u32 = 0;
 pub const TC_ACT_SHOT: u32 = 2;

@@ -539,12 +539,8 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             (TC_ACT_OK, frame_dir(false, 6, &later, true))
         );
         let s = tc.stats().unwrap();
-        let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
-            .iter()
-            .copied()
-            .zip(s.iter().copied())
-            .collect();
-        let get = |n: &str| named.iter().find(|(k, _)| *k == n).unwrap().1;
+        let named = tiu_bpf::named_stats(&s);
+        let get = |n: &str| tiu_bpf::stat(&s, n).unwrap();
         assert_eq!(
             (
                 get("in_syn"),

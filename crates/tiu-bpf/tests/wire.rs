@@ -215,11 +215,7 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
         .unwrap();
         let (runs, errors, injected) = stats;
         for (v6, out, took, stats) in runs {
-            let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
-                .iter()
-                .copied()
-                .zip(stats.iter().copied())
-                .collect();
+            let named = tiu_bpf::named_stats(&stats);
             println!(
                 "IPv{}: counters {named:?}; {took:?}",
                 if v6 { 6 } else { 4 }
@@ -229,7 +225,7 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
             });
             assert_eq!(out.trim(), "True", "the data arrived changed: {out}");
             assert!(took < Duration::from_secs(60));
-            let get = |n: &str| named.iter().find(|(k, _)| *k == n).unwrap().1;
+            let get = |n: &str| tiu_bpf::stat(&stats, n).unwrap();
             // 4 MB is at least 2,900 segments, and ACKs come back: every one crosses as TiU,
             // but for the few whose rewritten word would have to be 0 or 0xffff.
             assert!(get("eg_data") > 2900, "{named:?}");
@@ -264,13 +260,9 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
             [(0, 0), (0, 0)],
             "checksum errors (TCP, UDP) in a, b"
         );
-        let named: Vec<(&str, u64)> = tiu_bpf::STAT_NAMES
-            .iter()
-            .copied()
-            .zip(injected.iter().copied())
-            .collect();
+        let named = tiu_bpf::named_stats(&injected);
         println!("injected: {named:?}");
-        let get = |n: &str| named.iter().find(|(k, _)| *k == n).unwrap().1;
+        let get = |n: &str| tiu_bpf::stat(&injected, n).unwrap();
         // The first datagram names ID 2 (0x51, c = 0), which b does not know; the second ID 3,
         // the connection's, with Data Offset 15 (longer than the datagram): malformed; the STUN
         // request is passed on; the last, ID 3, has no checksum. None is decapsulated.
