@@ -114,10 +114,12 @@ fn check_tcp(snd: &Report, sink: &Report, duration_s: f64, interval_s: f64) {
         };
         let c = conns[&t.local_port];
         let info = t.info.as_ref().unwrap();
-        // On time, unless the bottleneck's queue dropped the SYN (retransmitted after 1 s).
+        // On time, unless the bottleneck's queue dropped the SYN (retransmitted after 1 s). Half
+        // a second, not a few RTTs: the delay line is a user-space process, and a CI run on two
+        // busy cores once took 109 ms to connect with nothing lost.
         assert!(connected >= t.start_s, "{t:?}");
         assert!(
-            connected < t.start_s + 0.1 || info.total_retrans > 0,
+            connected < t.start_s + 0.5 || info.total_retrans > 0,
             "{t:?}"
         );
         match t.size_bytes {
