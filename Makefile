@@ -32,6 +32,11 @@ $(STAMP): pyproject.toml Makefile
 	  pkg-config --exists libelf zlib; } >/dev/null 2>&1 || \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang bpftool libelf-dev zlib1g-dev pkg-config make) >/dev/null 2>&1 || \
 	  echo "clang/bpftool/libelf-dev/zlib1g-dev not installed: macroflow_ccc is built without its BPF program and its tests skip, saying so"
+	@# TiU (issue 17): nft drops the TiU port on the path (fallback test), iperf3, curl and lighttpd are
+	@# the ECMP demonstration's real clients and server.
+	{ command -v nft && command -v iperf3 && command -v curl && command -v lighttpd; } >/dev/null || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables iperf3 curl lighttpd) >/dev/null 2>&1 || \
+	  echo "nftables/iperf3/curl/lighttpd not installed: the TiU fallback test and demonstration skip, saying so"
 	touch $@
 
 build: deps

@@ -63,6 +63,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define SETUP_REFUSED 255
 #define MAX_CONN_ID 31
 #define BPF_ANY 0
+#define BPF_NOEXIST 1
+#define BPF_F_NO_PREALLOC 1
 #define CHECKSUM_PARTIAL 3
 /* Payload summed in chunks of this many bytes, at most this many chunks (6 KiB: a 1500-byte MTU
  * with room to spare; larger segments are sent as plain TCP, counted). */
@@ -85,6 +87,24 @@ struct {
 	__type(key, struct tiu_id_key);
 	__type(value, struct tiu_id_val);
 } ids SEC(".maps");
+
+/* Which connect()s ride TiU (struct tiu_rule_key): user space's rules. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct tiu_rule_key);
+	__type(value, struct tiu_rule_val);
+} rules SEC(".maps");
+
+/* A handshake segment's own mark while its TiU copy passes through tiu_egress again (inside
+ * bpf_clone_redirect, on this CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} copy_mark SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -432,6 +452,10 @@ int tiu_egress(struct __sk_buff *skb)
 	conn = bpf_map_lookup_elem(&conns, &key);
 	if (!conn)
 		return TC_ACT_OK;
+	if (conn->state == TIU_ST_PLAIN) {
+		count(TIU_EG_FALLEN_BACK);
+		return TC_ACT_OK;
+	}
 
 	b12 = ((__u8 *)t)[12];
 	flags = ((__u8 *)t)[13];
@@ -455,6 +479,35 @@ int tiu_egress(struct __sk_buff *skb)
 		if (syn)
 			bpf_map_delete_elem(&conns, &key);
 		return TC_ACT_OK;
+	}
+	/*
+	 * Happy eyeballs (seed 003 Fig. 9.17): an unconfirmed handshake (the client's SYN, the
+	 * server's SYN-ACK) goes as TiU and then as raw TCP, so a peer without TiU or a path that
+	 * drops the UDP port still gets a SYN it can answer at once. The TiU copy is a clone sent
+	 * ahead through this program again (marked; bpf_clone_redirect transmits it before
+	 * returning), this skb goes on as the raw one.
+	 */
+	if (syn) {
+		__u32 zero = 0, *stash = bpf_map_lookup_elem(&copy_mark, &zero);
+
+		if (!stash) {
+			count(TIU_EG_ERROR);
+		} else if (skb->mark == TIU_COPY_MARK) {
+			skb->mark = *stash; /* the TiU copy: translated below */
+		} else if ((conn->state == TIU_ST_SYN_SENT && !(flags & TCP_ACK)) ||
+			   (conn->state == TIU_ST_LEARNED && (flags & TCP_ACK))) {
+			long err;
+
+			*stash = skb->mark;
+			skb->mark = TIU_COPY_MARK;
+			err = bpf_clone_redirect(skb, skb->ifindex, 0);
+			skb->mark = *stash;
+			if (err == 0) {
+				count(TIU_EG_RAW_COPY);
+				return TC_ACT_OK;
+			}
+			count(TIU_EG_ERROR); /* no copy: this one goes as TiU alone */
+		}
 	}
 	urg = ((__u16 *)t)[9];
 	ulen = w.l4_len + (syn ? 4 : 0);
@@ -563,15 +616,24 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 		 * unsolicited or disagreeing SYN-ACK teaches nothing (and is dropped). */
 		if (!mine || (id != mine->conn_id && id != SETUP_REFUSED))
 			return -2;
+		/* The raw answer came first and the connection went on as plain TCP. */
+		if (mine->state == TIU_ST_PLAIN)
+			return -3;
 		if (id == SETUP_REFUSED) {
+			/* The ID this host held for the answer's segments goes too. */
+			ik.conn_id = mine->conn_id;
+			bpf_map_delete_elem(&ids, &ik);
 			bpf_map_delete_elem(&conns, &ck);
 			return 0;
 		}
+		if (mine->state == TIU_ST_SYN_SENT)
+			mine->state = TIU_ST_CONFIRMED;
 		return bpf_map_update_elem(&ids, &ik, &iv, BPF_ANY);
 	}
 	cv.udp_sport = u[0] >> 16;
 	cv.udp_dport = u[0] & 0xffff;
 	cv.conn_id = id;
+	cv.state = TIU_ST_LEARNED;
 	if (mine) {
 		/* This connection is known: a retransmitted SYN changes nothing, and a SYN that would
 		 * move it to another port pair or ID (spoofed, or a stale entry) is dropped. */
@@ -589,6 +651,55 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 	return bpf_map_update_elem(&conns, &ck, &cv, BPF_ANY);
 }
 
+/*
+ * A raw TCP segment of a connection that rides TiU (happy eyeballs, seed 003 Fig. 9.17: the
+ * first completed handshake wins):
+ *  - a raw SYN-ACK while this client's TiU SYN is unanswered: the peer has no TiU or the path
+ *    drops the port; the connection falls back to plain TCP (its TiU answer, if one comes, is
+ *    ignored). After a TiU SYN-ACK, raw copies are ignored.
+ *  - a raw SYN after this server learned the connection from a TiU SYN: ignored (answered).
+ *  - any other raw segment from a client whose handshake this server has not seen confirmed in
+ *    TiU: the client fell back; so does this end. (Segments TiU cannot carry go raw in a
+ *    confirmed connection: those pass.)
+ */
+static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
+{
+	struct tiu_conn_key ck = {};
+	struct tiu_conn_val *c;
+	__u32 t[4];
+	__u8 flags;
+
+	if (bpf_skb_load_bytes(skb, w->l4, t, 16) < 0)
+		return TC_ACT_OK;
+	__builtin_memcpy(ck.saddr, w->daddr, 16);
+	__builtin_memcpy(ck.daddr, w->saddr, 16);
+	ck.sport = t[0] >> 16;
+	ck.dport = t[0] & 0xffff;
+	ck.family = w->family;
+	c = bpf_map_lookup_elem(&conns, &ck);
+	if (!c)
+		return TC_ACT_OK;
+	flags = ((__u8 *)t)[13];
+	if ((flags & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) {
+		if (c->state == TIU_ST_SYN_SENT) {
+			c->state = TIU_ST_PLAIN;
+			count(TIU_FALLBACK);
+		} else if (c->state == TIU_ST_CONFIRMED) {
+			count(TIU_IN_DUP_HANDSHAKE);
+			return TC_ACT_SHOT;
+		}
+	} else if (flags & TCP_SYN) {
+		if (c->state == TIU_ST_LEARNED || c->state == TIU_ST_CONFIRMED) {
+			count(TIU_IN_DUP_HANDSHAKE);
+			return TC_ACT_SHOT;
+		}
+	} else if (c->state == TIU_ST_LEARNED) {
+		c->state = TIU_ST_PLAIN;
+		count(TIU_FALLBACK);
+	}
+	return TC_ACT_OK;
+}
+
 SEC("tc")
 int tiu_ingress(struct __sk_buff *skb)
 {
@@ -601,7 +712,11 @@ int tiu_ingress(struct __sk_buff *skb)
 	int syn, setup;
 	__u64 sum;
 
-	if (locate(skb, &w) < 0 || w.proto != IPPROTO_UDP)
+	if (locate(skb, &w) < 0)
+		return TC_ACT_OK;
+	if (w.proto == IPPROTO_TCP)
+		return raw_segment(skb, &w);
+	if (w.proto != IPPROTO_UDP)
 		return TC_ACT_OK;
 	if (bpf_skb_load_bytes(skb, w.l4, u, 8) < 0)
 		return TC_ACT_OK;
@@ -656,6 +771,9 @@ int tiu_ingress(struct __sk_buff *skb)
 		case -2:
 			count(TIU_IN_REFUSED_SYN);
 			return TC_ACT_SHOT;
+		case -3:
+			count(TIU_IN_DUP_HANDSHAKE);
+			return TC_ACT_SHOT;
 		default:
 			count(TIU_IN_ERROR);
 			return TC_ACT_SHOT;
@@ -675,6 +793,22 @@ int tiu_ingress(struct __sk_buff *skb)
 		if (!ports) {
 			count(TIU_IN_UNKNOWN_ID);
 			return TC_ACT_SHOT;
+		}
+		if (!ports->seen) {
+			/* The first TiU data segment of a connection: a server's handshake is
+			 * confirmed (raw copies of the client's are ignored from now on). */
+			struct tiu_conn_key ck = {};
+			struct tiu_conn_val *c;
+
+			ports->seen = 1;
+			__builtin_memcpy(ck.saddr, w.daddr, 16);
+			__builtin_memcpy(ck.daddr, w.saddr, 16);
+			ck.sport = ports->dport;
+			ck.dport = ports->sport;
+			ck.family = w.family;
+			c = bpf_map_lookup_elem(&conns, &ck);
+			if (c && c->state == TIU_ST_LEARNED)
+				c->state = TIU_ST_CONFIRMED;
 		}
 		t[0] = ((__u32)ports->dport << 16) | ports->sport;
 		t[3] = u[2];
@@ -810,6 +944,78 @@ static __always_inline void forget(struct bpf_sock_ops *skops)
 	bpf_map_delete_elem(&conns, &ck);
 }
 
+/*
+ * A connect() a rule asks TiU for gets a Connection ID for its host pair (one port pair per host
+ * pair: the TiU port at both ends): the lowest ID free on that port pair, taken in `ids` with
+ * BPF_NOEXIST, where the peer's IDs learned from its SYNs live too (one ID space per host pair
+ * and port pair, both directions; a SYN of the peer's asking for an ID taken here is refused).
+ * With all 32 taken the connection stays plain TCP (counted). 1: the connection rides TiU.
+ */
+static __always_inline int allocate(struct bpf_sock_ops *skops)
+{
+	struct tiu_conn_key ck = {};
+	struct tiu_conn_val cv = {};
+	struct tiu_rule_key rk = {};
+	struct tiu_rule_val *r;
+	struct tiu_id_key ik = {};
+	struct tiu_id_val iv = {};
+	__u16 port;
+	__u32 id;
+
+	if (sockops_conn(skops, &ck))
+		return 1; /* listed by user space */
+	if (!ck.family || cfg_tiu_port == 0)
+		return 0;
+	rk.data[0] = ck.family;
+	if (ck.family == TIU_AF_INET) {
+		rk.prefixlen = 8 + 32;
+		__builtin_memcpy(&rk.data[1], ck.daddr, 4);
+	} else {
+		rk.prefixlen = 8 + 128;
+		__builtin_memcpy(&rk.data[1], ck.daddr, 16);
+	}
+	r = bpf_map_lookup_elem(&rules, &rk);
+	if (!r || !r->tiu)
+		return 0;
+	port = bpf_ntohs(ck.dport);
+	if ((r->port_lo || r->port_hi) && (port < r->port_lo || port > r->port_hi))
+		return 0;
+	if (r->mark) {
+		struct bpf_sock *sk = skops->sk;
+
+		if (!sk || sk->mark != r->mark)
+			return 0;
+	}
+	/* The peer's segments' key: from the peer, to this host, the port pair as the peer sends. */
+	__builtin_memcpy(ik.saddr, ck.daddr, 16);
+	__builtin_memcpy(ik.daddr, ck.saddr, 16);
+	ik.udp_sport = cfg_tiu_port;
+	ik.udp_dport = cfg_tiu_port;
+	ik.family = ck.family;
+	iv.sport = ck.dport;
+	iv.dport = ck.sport;
+	for (id = 0; id <= MAX_CONN_ID; id++) {
+		ik.conn_id = id;
+		if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) == 0)
+			break;
+	}
+	if (id > MAX_CONN_ID) {
+		count(TIU_ALLOC_FULL);
+		return 0;
+	}
+	cv.udp_sport = cfg_tiu_port;
+	cv.udp_dport = cfg_tiu_port;
+	cv.conn_id = id;
+	cv.state = TIU_ST_SYN_SENT;
+	if (bpf_map_update_elem(&conns, &ck, &cv, BPF_NOEXIST) < 0) {
+		bpf_map_delete_elem(&ids, &ik);
+		count(TIU_EG_ERROR);
+		return 0;
+	}
+	count(TIU_ALLOC);
+	return 1;
+}
+
 SEC("sockops")
 int tiu_sockops(struct bpf_sock_ops *skops)
 {
@@ -818,8 +1024,9 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 
 	switch (skops->op) {
 	case BPF_SOCK_OPS_TCP_CONNECT_CB:
-		/* An active open: ask for the header-option callbacks if it rides TiU. */
-		if (sockops_conn(skops, 0))
+		/* An active open: listed by user space, or given an ID by rule; then it asks for the
+		 * header-option callbacks. */
+		if (allocate(skops))
 			bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
 						  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG |
 						  BPF_SOCK_OPS_STATE_CB_FLAG);

@@ -20,11 +20,24 @@ struct tiu_conn_key {
 	__u8 pad[3];
 };
 
+/* Where a connection's handshake stands (`state` of struct tiu_conn_val). Happy eyeballs (seed
+ * 003 Fig. 9.17): an unconfirmed TiU handshake segment also goes as raw TCP, after the TiU one;
+ * the first answer decides. */
+enum tiu_state {
+	TIU_ST_FIXED,     /* put by user space: TiU, no raw copies, never falls back */
+	TIU_ST_SYN_SENT,  /* client, ID allocated by rule: SYNs go twice; a raw SYN-ACK falls back */
+	TIU_ST_LEARNED,   /* server, from a TiU SYN: SYN-ACKs go twice; raw SYNs are ignored, a raw
+			   * segment of the client's falls back */
+	TIU_ST_CONFIRMED, /* the peer answered in TiU: raw handshake copies are ignored */
+	TIU_ST_PLAIN,     /* fell back: segments go as plain TCP (TiU ones are still received) */
+};
+
 struct tiu_conn_val {
 	__u16 udp_sport; /* the TiU port pair this connection's datagrams use */
 	__u16 udp_dport;
 	__u8 conn_id;    /* 0-31; on a SYN or SYN-ACK the Setup option's value (255: refused) */
-	__u8 pad[3];
+	__u8 state;      /* enum tiu_state */
+	__u8 pad[2];
 };
 
 /* Ingress: a data header's Connection ID on a TiU port pair from a peer, to the TCP ports. */
@@ -41,7 +54,28 @@ struct tiu_id_key {
 struct tiu_id_val {
 	__u16 sport; /* the TCP ports as this segment travels */
 	__u16 dport;
+	__u8 seen;   /* a TiU data segment arrived (the handshake is confirmed) */
+	__u8 pad[3];
 };
+
+/* Which connections ride TiU (the `rules` LPM trie, longest prefix first): a connect() to a
+ * matching destination gets a Connection ID for its host pair. data[0] is the family (4 or 6),
+ * data[1..] the address (network order); prefixlen counts the family's 8 bits. */
+struct tiu_rule_key {
+	__u32 prefixlen;
+	__u8 data[20];
+};
+
+struct tiu_rule_val {
+	__u16 port_lo;  /* destination ports (host order); 0-0: any */
+	__u16 port_hi;
+	__u32 mark;     /* only sockets with this SO_MARK; 0: any */
+	__u8 tiu;       /* 1: ride TiU; 0: never (an exception inside a wider rule) */
+	__u8 pad[3];
+};
+
+/* The mark a handshake segment's TiU copy carries through its second pass of tiu_egress. */
+#define TIU_COPY_MARK 0x54695543 /* "TiUC" */
 
 /* Counters (the `stats` array), one slot each. */
 enum tiu_stat {
@@ -60,6 +94,12 @@ enum tiu_stat {
 	TIU_IN_UNFINISHED,    /* checksum never completed (a veth/tap peer sending with tx csum on) */
 	TIU_IN_COLLISION,     /* a SYN asked for an ID the peer uses for other ports: refused (255) */
 	TIU_IN_REFUSED_SYN,   /* a SYN moving a known connection, or an unasked/disagreeing SYN-ACK */
+	TIU_EG_RAW_COPY,      /* raw TCP copies of unconfirmed TiU SYNs and SYN-ACKs sent */
+	TIU_EG_FALLEN_BACK,   /* segments of fallen-back connections sent as plain TCP */
+	TIU_IN_DUP_HANDSHAKE, /* a handshake copy after the race was decided (raw or TiU): dropped */
+	TIU_FALLBACK,         /* connections that fell back to plain TCP (a raw answer came first) */
+	TIU_ALLOC,            /* Connection IDs allocated at connect() by rule */
+	TIU_ALLOC_FULL,       /* connect()s a rule asked TiU for with all 32 IDs taken: plain TCP */
 	TIU_NSTATS,
 };
 

@@ -39,7 +39,38 @@ pub struct ConnVal {
     pub udp_sport: [u8; 2],
     pub udp_dport: [u8; 2],
     pub conn_id: u8,
-    pub pad: [u8; 3],
+    /// `enum tiu_state` ([`State`]).
+    pub state: u8,
+    pub pad: [u8; 2],
+}
+
+/// `enum tiu_state`: where a connection's handshake stands (happy eyeballs, seed 003 Fig. 9.17).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Put by user space: TiU, no raw copies, never falls back.
+    Fixed = 0,
+    /// A client's connection given an ID by rule: its SYNs go as TiU and raw.
+    SynSent = 1,
+    /// A server's, learned from a TiU SYN: its SYN-ACKs go as TiU and raw.
+    Learned = 2,
+    /// The peer answered in TiU.
+    Confirmed = 3,
+    /// Fell back to plain TCP.
+    Plain = 4,
+}
+
+impl State {
+    pub fn name(v: u8) -> &'static str {
+        match v {
+            0 => "fixed",
+            1 => "syn_sent",
+            2 => "learned",
+            3 => "confirmed",
+            4 => "plain",
+            _ => "unknown",
+        }
+    }
 }
 
 /// `struct tiu_id_key`.
@@ -61,10 +92,96 @@ pub struct IdKey {
 pub struct IdVal {
     pub sport: [u8; 2],
     pub dport: [u8; 2],
+    /// 1 once a TiU data segment arrived.
+    pub seen: u8,
+    pub pad: [u8; 3],
+}
+
+/// `struct tiu_rule_key`: an LPM-trie key; `data[0]` the family (4 or 6), `data[1..]` the
+/// address; `prefixlen` counts the family's 8 bits.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuleKey {
+    pub prefixlen: u32,
+    pub data: [u8; 20],
+}
+
+/// `struct tiu_rule_val`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuleVal {
+    /// Destination ports, host order; 0-0: any.
+    pub port_lo: u16,
+    pub port_hi: u16,
+    /// Only sockets with this SO_MARK; 0: any.
+    pub mark: u32,
+    /// 1: ride TiU; 0: never (an exception inside a wider rule).
+    pub tiu: u8,
+    pub pad: [u8; 3],
+}
+
+/// A rule: connect()s to `net` (and, if set, a destination port in `ports`, a socket mark)
+/// ride TiU, or never do (`tiu: false`). The longest matching prefix decides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub addr: std::net::IpAddr,
+    pub prefix_len: u8,
+    pub ports: Option<(u16, u16)>,
+    pub mark: u32,
+    pub tiu: bool,
+}
+
+impl Rule {
+    /// The map entry, or why the rule is not one (a prefix longer than the address, an empty
+    /// port range).
+    pub fn to_entry(&self) -> Result<(RuleKey, RuleVal)> {
+        let (fam, bits, bytes): (u8, u8, Vec<u8>) = match self.addr {
+            std::net::IpAddr::V4(a) => (4, 32, a.octets().to_vec()),
+            std::net::IpAddr::V6(a) => (6, 128, a.octets().to_vec()),
+        };
+        if self.prefix_len > bits {
+            return Err(Error(format!(
+                "prefix length {} is longer than the address ({bits} bits)",
+                self.prefix_len
+            )));
+        }
+        if let Some((lo, hi)) = self.ports {
+            if lo == 0 || lo > hi {
+                return Err(Error(format!(
+                    "port range {lo}-{hi} is empty or starts at 0"
+                )));
+            }
+        }
+        let mut data = [0u8; 20];
+        data[0] = fam;
+        // Bits past the prefix are zeroed: the trie keys the network, not the host.
+        for (i, b) in bytes.iter().enumerate() {
+            let keep = (self.prefix_len as usize).saturating_sub(i * 8).min(8);
+            data[1 + i] = if keep == 0 {
+                0
+            } else {
+                b & (0xffu8 << (8 - keep))
+            };
+        }
+        let (lo, hi) = self.ports.unwrap_or((0, 0));
+        Ok((
+            RuleKey {
+                prefixlen: 8 + self.prefix_len as u32,
+                data,
+            },
+            RuleVal {
+                port_lo: lo,
+                port_hi: hi,
+                mark: self.mark,
+                tiu: self.tiu as u8,
+                pad: [0; 3],
+            },
+        ))
+    }
 }
 
 /// The counters' names, in `enum tiu_stat` order.
-pub const STAT_NAMES: [&str; 15] = [
+pub const STAT_NAMES: [&str; 21] = [
     "eg_data",
     "eg_syn",
     "eg_uncarried",
@@ -80,7 +197,17 @@ pub const STAT_NAMES: [&str; 15] = [
     "in_unfinished",
     "in_collision",
     "in_refused_syn",
+    "eg_raw_copy",
+    "eg_fallen_back",
+    "in_dup_handshake",
+    "fallback",
+    "alloc",
+    "alloc_full",
 ];
+
+/// `TIU_COPY_MARK`: the mark of a handshake segment's TiU copy on its second pass of
+/// `tiu_egress` (what [`Loaded::egress_copy`] gives a frame).
+pub const TIU_COPY_MARK: u32 = 0x5469_5543;
 
 /// Counters as (name, value) pairs, in [`STAT_NAMES`] order.
 pub fn named_stats(stats: &[u64]) -> Vec<(&'static str, u64)> {
@@ -156,11 +283,60 @@ impl Loaded<'_> {
             .map_err(|e| Error(format!("ids map: {e}")))
     }
 
+    /// Adds (or replaces) a rule in the `rules` trie.
+    pub fn add_rule(&self, rule: &Rule) -> Result<()> {
+        use libbpf_rs::MapCore;
+        let (k, v) = rule.to_entry()?;
+        self.skel
+            .borrow()
+            .maps
+            .rules
+            .update(bytes_of(&k), bytes_of(&v), libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error(format!("rules map: {e}")))
+    }
+
+    /// A connection's entry in `conns`, if it has one.
+    pub fn conn(&self, k: &ConnKey) -> Result<Option<ConnVal>> {
+        use libbpf_rs::MapCore;
+        let v = self
+            .skel
+            .borrow()
+            .maps
+            .conns
+            .lookup(bytes_of(k), libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error(format!("conns map: {e}")))?;
+        Ok(v.map(|b| {
+            // SAFETY: the map's value is a struct tiu_conn_val, byte for byte.
+            unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<ConnVal>()) }
+        }))
+    }
+
+    /// How many entries `conns` and `ids` hold.
+    pub fn entries(&self) -> (usize, usize) {
+        use libbpf_rs::MapCore;
+        let sk = self.skel.borrow();
+        (sk.maps.conns.keys().count(), sk.maps.ids.keys().count())
+    }
+
     fn run(prog: &libbpf_rs::ProgramMut<'_>, frame: &[u8], flags: u32) -> Result<(u32, Vec<u8>)> {
+        Self::run_marked(prog, frame, flags, 0)
+    }
+
+    fn run_marked(
+        prog: &libbpf_rs::ProgramMut<'_>,
+        frame: &[u8],
+        flags: u32,
+        mark: u32,
+    ) -> Result<(u32, Vec<u8>)> {
         let mut out = vec![0u8; frame.len() + 64];
+        // The start of a struct __sk_buff (len, pkt_type, mark): the kernel takes the mark
+        // from here and requires the other fields zero.
+        let mut ctx = [0u8; 12];
+        ctx[8..].copy_from_slice(&mark.to_ne_bytes());
         let input = libbpf_rs::ProgramInput {
             data_in: Some(frame),
             data_out: Some(&mut out[..]),
+            context_in: if mark != 0 { Some(&mut ctx[..]) } else { None },
             flags,
             ..Default::default()
         };
@@ -175,6 +351,18 @@ impl Loaded<'_> {
     /// Runs `tiu_egress` on an Ethernet frame: (the program's verdict, the frame after it).
     pub fn egress(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
         Self::run(&self.skel.borrow_mut().progs.tiu_egress, frame, 0)
+    }
+
+    /// Runs `tiu_egress` on a frame as the TiU copy of an unconfirmed handshake segment (its
+    /// second pass, marked [`TIU_COPY_MARK`]); [`Loaded::egress`] on such a segment sends the
+    /// copy ahead with bpf_clone_redirect and returns the raw one.
+    pub fn egress_copy(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        Self::run_marked(
+            &self.skel.borrow_mut().progs.tiu_egress,
+            frame,
+            0,
+            TIU_COPY_MARK,
+        )
     }
 
     /// Runs `tiu_ingress` on an Ethernet frame.

@@ -185,7 +185,8 @@ fn client_val(id: u8) -> ConnVal {
         udp_sport: CLIENT_UDP.to_be_bytes(),
         udp_dport: TIU_PORT.to_be_bytes(),
         conn_id: id,
-        pad: [0; 3],
+        state: 0,
+        pad: [0; 2],
     }
 }
 
@@ -262,6 +263,7 @@ fn both_programs_translate_as_crates_tiu_does() {
                             &IdVal {
                                 sport: sport.to_be_bytes(),
                                 dport: 5201u16.to_be_bytes(),
+                                ..Default::default()
                             },
                         )
                         .unwrap();
@@ -283,7 +285,8 @@ fn both_programs_translate_as_crates_tiu_does() {
                                     udp_sport: TIU_PORT.to_be_bytes(),
                                     udp_dport: CLIENT_UDP.to_be_bytes(),
                                     conn_id: id,
-                                    pad: [0; 3],
+                                    state: 0,
+                                    pad: [0; 2],
                                 },
                             )
                             .unwrap();
@@ -441,6 +444,7 @@ fn ipv4_options_carry_data_but_not_a_syn() {
             &IdVal {
                 sport: 50_009u16.to_be_bytes(),
                 dport: 5201u16.to_be_bytes(),
+                ..Default::default()
             },
         )
         .unwrap();
@@ -505,9 +509,15 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
         synack[0..4].copy_from_slice(&[0x14, 0x51, 0xc3, 0x51]); // 5201 -> 50001
         tcp_checksum(back_ad, &mut synack);
         let want = tcp_to_tiu(&synack, back_ad, (TIU_PORT, CLIENT_UDP), 5).unwrap();
+        // Unconfirmed (happy eyeballs): the SYN-ACK's TiU copy is what crates/tiu makes, and the
+        // segment itself goes on raw, unchanged (its copy was sent ahead: eg_raw_copy).
+        assert_eq!(
+            tc.egress_copy(&frame_dir(false, 6, &synack, true)).unwrap(),
+            (TC_ACT_OK, frame_dir(false, 17, &want, true))
+        );
         assert_eq!(
             tc.egress(&frame_dir(false, 6, &synack, true)).unwrap(),
-            (TC_ACT_OK, frame_dir(false, 17, &want, true))
+            (TC_ACT_OK, frame_dir(false, 6, &synack, true))
         );
         // Its data segments are decapsulated with the learned ports.
         let mut data = segment_kind(&mut rng, 50_001, 5201, 5, false);
@@ -529,7 +539,8 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
         tcp_checksum(back_ad, &mut refusal);
         let want = tcp_to_tiu(&refusal, back_ad, (TIU_PORT, CLIENT_UDP), 255).unwrap();
         assert_eq!(
-            tc.egress(&frame_dir(false, 6, &refusal, true)).unwrap(),
+            tc.egress_copy(&frame_dir(false, 6, &refusal, true))
+                .unwrap(),
             (TC_ACT_OK, frame_dir(false, 17, &want, true))
         );
         let mut later = segment_kind(&mut rng, 5201, 50_002, 0, false);
@@ -552,6 +563,7 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             (2, 2, 1, 1, 1),
             "{named:?}"
         );
+        assert_eq!(get("eg_raw_copy"), 1, "{named:?}");
         // The client side: a refusing SYN-ACK ends its encapsulation.
         let ck = client_key(ad, 50_003);
         tc.add_conn(&ck, &client_val(6)).unwrap();
