@@ -345,6 +345,87 @@ def rule_del(index: int = typer.Argument(..., help="the rule's index (see `rule 
     typer.echo(f"deleted {ccc.format_rule(r)}")
 
 
+
+tiu_app = typer.Typer(help="TCP-in-UDP: coupled connections forced onto one path (root).")
+tiu_rule_app = typer.Typer(help="Which connect()s ride TiU (the longest matching prefix decides).")
+tiu_app.add_typer(tiu_rule_app, name="rule")
+app.add_typer(tiu_app, name="tiu")
+
+
+def _tiu(fn, *args, **kw):
+    from macroflow import tiu
+
+    try:
+        return getattr(tiu, fn)(*args, **kw)
+    except (RuntimeError, ValueError, OSError) as e:
+        _fail(str(e))
+
+
+@tiu_app.command("enable")
+def tiu_enable(
+    dev: List[str] = typer.Option(..., "--dev", help="a device, or NETNS:DEV for one in a network namespace; repeat"),
+    port: int = typer.Option(8899, help="the TiU UDP port (both ends must use the same)"),
+    cgroup: Optional[str] = typer.Option(None, help="the cgroup v2 directory whose sockets' handshakes carry the "
+                                         "TiU-Setup option (default: the cgroup v2 root, every socket)"),
+) -> None:
+    """Enable TiU on devices (their offloads set for it); stays on after this command (pinned in /sys/fs/bpf)."""
+    ds = _tiu("enable", dev, port=port, cgroup=cgroup)
+    typer.echo("TiU on port %d runs on %s; add a rule (macroflow tiu rule add PREFIX) for outgoing connections"
+               % (port, ", ".join(d["dev"] + (f" (netns {d['netns']})" if d["netns"] else "") for d in ds)))
+
+
+@tiu_app.command("disable")
+def tiu_disable() -> None:
+    """Take TiU off every device; connections riding it stall unless their peer falls back."""
+    r = _tiu("disable")
+    typer.echo(f"TiU disabled on {len(r['devices'])} devices ({r['connections']} connections were riding it)")
+    for d in r["not_detached"]:
+        typer.echo(f"not detached: {d}", err=True)
+
+
+@tiu_app.command("status")
+def tiu_status(json_: bool = typer.Option(False, "--json", help="print the status as JSON")) -> None:
+    """Per host pair the port pair and ID table, the rules, and the counters."""
+    from macroflow import tiu
+
+    st = _tiu("status")
+    if json_:
+        import json
+
+        typer.echo(json.dumps(st, indent=1))
+    else:
+        typer.echo(tiu.format_status(st))
+
+
+@tiu_rule_app.command("add")
+def tiu_rule_add(
+    prefix: str = typer.Argument(..., help="the destination prefix, e.g. 10.0.0.0/8 or fd00::/8"),
+    ports: Optional[str] = typer.Option(None, help="the destination port or range, e.g. 5000-5100"),
+    mark: int = typer.Option(0, help="only sockets with this SO_MARK (0: any)"),
+    never: bool = typer.Option(False, help="matching connections never ride TiU (an exception)"),
+) -> None:
+    """Add a rule (replacing one for the same prefix)."""
+    _tiu("rule_add", prefix, ports=_ports(ports), mark=mark, tiu=not never)
+    typer.echo(f"rule for {prefix} added")
+
+
+@tiu_rule_app.command("list")
+def tiu_rule_list() -> None:
+    from macroflow import tiu
+
+    rs = _tiu("rules")
+    if not rs:
+        typer.echo("no rules: only connections learned from TiU SYNs ride TiU")
+    for r in rs:
+        typer.echo(tiu.format_rule(r))
+
+
+@tiu_rule_app.command("del")
+def tiu_rule_del(prefix: str = typer.Argument(..., help="the rule's prefix")) -> None:
+    _tiu("rule_del", prefix)
+    typer.echo(f"rule for {prefix} deleted")
+
+
 def main() -> None:
     if len(sys.argv) == 1:
         demo.main()

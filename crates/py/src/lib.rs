@@ -16,6 +16,7 @@ mod sim;
 mod tables;
 mod tcb;
 mod tcp;
+mod tiu;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     flowmodel::add(m)?;
     linux::add(m)?;
     ccc::add(m)?;
+    tiu::add(m)?;
     m.add(
         "FSE_ALGORITHMS",
         PyTuple::new(m.py(), fse::algorithm_names())?,

@@ -3,9 +3,12 @@
 //! Connection ID on a port pair from a peer, to the TCP ports) and runs the programs on frames
 //! with `BPF_PROG_TEST_RUN`, which is how `tests/vectors.rs` holds them to `crates/tiu`.
 //!
-//! Attaching to a device (clsact, offloads off) and the `macroflow tiu` commands come next.
+//! [`admin`] is `macroflow tiu enable | disable | status | rule` (pinned programs and maps, tc
+//! attached to devices).
 
 use std::fmt;
+
+pub mod admin;
 
 #[cfg(not(tiu_bpf_missing))]
 mod skel {

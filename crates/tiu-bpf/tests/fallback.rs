@@ -52,7 +52,11 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
     {
         use tiu_bpf::Rule;
         let id = std::process::id();
-        let (a, r, b) = (format!("tiuf-{id}a"), format!("tiuf-{id}r"), format!("tiuf-{id}b"));
+        let (a, r, b) = (
+            format!("tiuf-{id}a"),
+            format!("tiuf-{id}r"),
+            format!("tiuf-{id}b"),
+        );
         let (va, ra, rb, vb) = (
             format!("tf{id}a"),
             format!("tf{id}ra"),
@@ -66,8 +70,14 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
                 bed.add_netns(n);
             }
             for cmd in [
-                vec!["ip", "link", "add", &va, "netns", &a, "type", "veth", "peer", "name", &ra, "netns", &r],
-                vec!["ip", "link", "add", &rb, "netns", &r, "type", "veth", "peer", "name", &vb, "netns", &b],
+                vec![
+                    "ip", "link", "add", &va, "netns", &a, "type", "veth", "peer", "name", &ra,
+                    "netns", &r,
+                ],
+                vec![
+                    "ip", "link", "add", &rb, "netns", &r, "type", "veth", "peer", "name", &vb,
+                    "netns", &b,
+                ],
                 vec!["ip", "-n", &a, "addr", "add", "10.79.1.1/24", "dev", &va],
                 vec!["ip", "-n", &r, "addr", "add", "10.79.1.2/24", "dev", &ra],
                 vec!["ip", "-n", &r, "addr", "add", "10.79.2.1/24", "dev", &rb],
@@ -76,9 +86,35 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
                 vec!["ip", "-n", &r, "link", "set", &ra, "up"],
                 vec!["ip", "-n", &r, "link", "set", &rb, "up"],
                 vec!["ip", "-n", &b, "link", "set", &vb, "up"],
-                vec!["ip", "-n", &a, "route", "add", "default", "via", "10.79.1.2"],
-                vec!["ip", "-n", &b, "route", "add", "default", "via", "10.79.2.1"],
-                vec!["ip", "netns", "exec", &r, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
+                vec![
+                    "ip",
+                    "-n",
+                    &a,
+                    "route",
+                    "add",
+                    "default",
+                    "via",
+                    "10.79.1.2",
+                ],
+                vec![
+                    "ip",
+                    "-n",
+                    &b,
+                    "route",
+                    "add",
+                    "default",
+                    "via",
+                    "10.79.2.1",
+                ],
+                vec![
+                    "ip",
+                    "netns",
+                    "exec",
+                    &r,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv4.ip_forward=1",
+                ],
             ] {
                 sh(&cmd).unwrap();
             }
@@ -94,18 +130,51 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
             let run = |n: usize, together: bool| -> (Vec<f64>, u64, Vec<u64>, (usize, usize)) {
                 let before = tc.stats().unwrap();
                 let out = bed
-                    .in_cgroup(&["ip", "netns", "exec", &a, "timeout", "60", "python3", "-c", CLIENT, &n.to_string(), if together { "1" } else { "0" }])
+                    .in_cgroup(&[
+                        "ip",
+                        "netns",
+                        "exec",
+                        &a,
+                        "timeout",
+                        "60",
+                        "python3",
+                        "-c",
+                        CLIENT,
+                        &n.to_string(),
+                        if together { "1" } else { "0" },
+                    ])
                     .output()
                     .unwrap();
-                assert!(out.status.success(), "client: {}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "client: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
                 std::thread::sleep(Duration::from_millis(300));
-                let times = v["times"].as_array().unwrap().iter().map(|t| t.as_f64().unwrap()).collect();
-                (times, v["ok"].as_u64().unwrap(), delta(&tc.stats().unwrap(), &before), tc.entries())
+                let times = v["times"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_f64().unwrap())
+                    .collect();
+                (
+                    times,
+                    v["ok"].as_u64().unwrap(),
+                    delta(&tc.stats().unwrap(), &before),
+                    tc.entries(),
+                )
             };
             let mut out = Vec::new();
             out.push(("plain", run(20, false)));
-            tc.add_rule(&Rule { addr: "10.79.2.0".parse().unwrap(), prefix_len: 24, ports: None, mark: 0, tiu: true }).unwrap();
+            tc.add_rule(&Rule {
+                addr: "10.79.2.0".parse().unwrap(),
+                prefix_len: 24,
+                ports: None,
+                mark: 0,
+                tiu: true,
+            })
+            .unwrap();
             out.push(("tiu", run(20, false)));
             bed.detach(&b, &vb);
             out.push(("server without TiU", run(20, false)));
@@ -121,7 +190,10 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
             }
             out.push(("path drops the TiU port", run(20, false)));
             let nft = sh(&["ip", "netns", "exec", &r, "nft", "list", "ruleset"]).unwrap();
-            sh(&["ip", "netns", "exec", &r, "nft", "delete", "table", "inet", "fw"]).unwrap();
+            sh(&[
+                "ip", "netns", "exec", &r, "nft", "delete", "table", "inet", "fw",
+            ])
+            .unwrap();
             out.push(("33 at once", run(33, true)));
             (out, nft)
         })
@@ -129,7 +201,10 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
         let (out, nft) = results;
         let base = median(&out[0].1 .0);
         for (name, (times, ok, stats, left)) in &out {
-            let named: Vec<_> = tiu_bpf::named_stats(stats).into_iter().filter(|(_, v)| *v != 0).collect();
+            let named: Vec<_> = tiu_bpf::named_stats(stats)
+                .into_iter()
+                .filter(|(_, v)| *v != 0)
+                .collect();
             println!(
                 "{name}: connect() median {:.0} us (+{:.0} us over plain), max {:.0} us; {ok}/{} echoed; counters {named:?}; entries left {left:?}",
                 median(times) * 1e6,
@@ -141,24 +216,59 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
         println!("router's nft: {}", nft.trim());
         let get = |i: usize, n: &str| tiu_bpf::stat(&out[i].1 .2, n).unwrap();
         for (i, (name, (times, ok, _, left))) in out.iter().enumerate() {
-            assert_eq!(*ok as usize, times.len(), "{name}: every echo arrived intact");
+            assert_eq!(
+                *ok as usize,
+                times.len(),
+                "{name}: every echo arrived intact"
+            );
             assert_eq!(*left, (0, 0), "{name}: closed connections leave no entries");
-            assert_eq!(get(i, "in_error") + get(i, "eg_error") + get(i, "in_malformed"), 0, "{name}");
+            assert_eq!(
+                get(i, "in_error") + get(i, "eg_error") + get(i, "in_malformed"),
+                0,
+                "{name}"
+            );
             // A fallback costs no timer: far less than the 1 s a lost SYN would.
             assert!(median(times) < base + 0.1, "{name}: {:?}", times);
         }
         // Plain: nothing touched.
         assert_eq!(out[0].1 .2.iter().sum::<u64>(), 0, "plain");
         // TiU: 20 IDs, every handshake raced and TiU won, the echo crossed as TiU.
-        assert_eq!((get(1, "alloc"), get(1, "fallback"), get(1, "in_dup_handshake"), get(1, "eg_fallen_back")), (20, 0, 40, 0));
+        assert_eq!(
+            (
+                get(1, "alloc"),
+                get(1, "fallback"),
+                get(1, "in_dup_handshake"),
+                get(1, "eg_fallen_back")
+            ),
+            (20, 0, 40, 0)
+        );
         assert!(get(1, "in_data") >= 40);
         // No TiU at the server: the raw SYN-ACK decides, every time; nothing decapsulated.
-        assert_eq!((get(2, "alloc"), get(2, "fallback"), get(2, "in_data"), get(2, "in_syn")), (20, 20, 0, 0));
+        assert_eq!(
+            (
+                get(2, "alloc"),
+                get(2, "fallback"),
+                get(2, "in_data"),
+                get(2, "in_syn")
+            ),
+            (20, 20, 0, 0)
+        );
         assert!(get(2, "eg_fallen_back") >= 40);
         // The path drops the port: the same, and the router counted the TiU SYNs it dropped.
-        assert_eq!((get(3, "alloc"), get(3, "fallback"), get(3, "in_data"), get(3, "in_syn")), (20, 20, 0, 0));
+        assert_eq!(
+            (
+                get(3, "alloc"),
+                get(3, "fallback"),
+                get(3, "in_data"),
+                get(3, "in_syn")
+            ),
+            (20, 20, 0, 0)
+        );
         assert!(nft.contains("packets 20 "), "{nft}");
         // 33 at once: 32 IDs, the 33rd plain.
-        assert_eq!((get(4, "alloc"), get(4, "alloc_full"), get(4, "fallback")), (32, 1, 0));
+        assert_eq!(
+            (get(4, "alloc"), get(4, "alloc_full"), get(4, "fallback")),
+            (32, 1, 0)
+        );
     }
 }

@@ -1,0 +1,571 @@
+//! `macroflow tiu enable | disable | status | rule`: TiU on a running system. The programs and
+//! maps are pinned under [`PIN_DIR`] (they outlive the command), `tiu_sockops` is attached to a
+//! cgroup (its link pinned), and both tc programs to each named device (in its network namespace,
+//! entered for the attach only) with the offloads a TiU device needs. The devices are recorded in
+//! [`DEVICES_FILE`] so `disable` and `status` find them.
+
+use crate::{ConnKey, ConnVal, Error, IdKey, Result, Rule, RuleKey, RuleVal, State, STAT_NAMES};
+use libbpf_rs::MapCore;
+use std::path::{Path, PathBuf};
+
+pub const PIN_DIR: &str = "/sys/fs/bpf/macroflow_tiu";
+pub const DEVICES_FILE: &str = "/run/macroflow_tiu.devices";
+/// The TiU UDP port when none is given: both ends must use the same.
+pub const DEFAULT_PORT: u16 = 8899;
+
+const MAPS: [&str; 5] = ["conns", "ids", "rules", "stats", "config"];
+const PROGS: [&str; 2] = ["egress", "ingress"];
+
+fn err<T>(s: impl Into<String>) -> Result<T> {
+    Err(Error(s.into()))
+}
+
+/// A device TiU runs on: its name and, if not this process's, its network namespace (a name
+/// under /run/netns, as `ip netns` makes them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Device {
+    pub netns: Option<String>,
+    pub dev: String,
+}
+
+impl Device {
+    fn record(&self) -> String {
+        format!("{} {}", self.netns.as_deref().unwrap_or("-"), self.dev)
+    }
+
+    fn parse(line: &str) -> Option<Device> {
+        let (ns, dev) = line.trim().split_once(' ')?;
+        Some(Device {
+            netns: (ns != "-").then(|| ns.to_string()),
+            dev: dev.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.netns {
+            Some(n) => write!(f, "{} (netns {n})", self.dev),
+            None => f.write_str(&self.dev),
+        }
+    }
+}
+
+/// Runs `f` in a thread that has entered `netns` (the caller's own namespace is never left).
+fn in_netns<R: Send>(netns: Option<&str>, f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(n) = netns {
+                use std::os::fd::AsRawFd;
+                let p = format!("/run/netns/{n}");
+                let fd = std::fs::File::open(&p)
+                    .map_err(|e| Error(format!("network namespace {n}: {p}: {e}")))?;
+                // SAFETY: a namespace file descriptor; only this thread changes namespace.
+                if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return err(format!(
+                        "entering network namespace {n}: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+            }
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| err("the namespace thread panicked"))
+    })
+}
+
+fn ifindex(dev: &str) -> Result<i32> {
+    let c = std::ffi::CString::new(dev).map_err(|_| Error(format!("bad device name {dev:?}")))?;
+    // SAFETY: a C string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        return err(format!("no device {dev}"));
+    }
+    Ok(i as i32)
+}
+
+fn run(args: &[&str]) -> Result<()> {
+    let out = std::process::Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| Error(format!("{}: {e}", args.join(" "))))?;
+    if !out.status.success() {
+        return err(format!(
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+fn devices() -> Vec<Device> {
+    std::fs::read_to_string(DEVICES_FILE)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(Device::parse)
+        .collect()
+}
+
+/// The cgroup v2 hierarchy's root (the first cgroup2 mount: /sys/fs/cgroup on a unified
+/// system, /sys/fs/cgroup/unified on a hybrid one): every process's sockets are under it.
+pub fn default_cgroup() -> Result<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts")
+        .map_err(|e| Error(format!("/proc/self/mounts: {e}")))?;
+    mounts
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+        })
+        .ok_or_else(|| Error("no cgroup v2 hierarchy is mounted: mount one (mount -t cgroup2 none DIR) and give --cgroup DIR".into()))
+}
+
+/// Whether TiU is enabled (its programs pinned).
+pub fn is_enabled(pin_dir: &Path) -> bool {
+    pin_dir.join("sockops").exists()
+}
+
+/// What `enable` does.
+#[derive(Clone, Debug)]
+pub struct EnableOptions {
+    pub devices: Vec<Device>,
+    pub port: u16,
+    /// The cgroup (v2 directory) whose sockets' SYNs and SYN-ACKs get the Setup option.
+    pub cgroup: PathBuf,
+    pub pin_dir: PathBuf,
+}
+
+/// Loads and pins the programs (unless already), attaches `tiu_sockops` to the cgroup and both tc
+/// programs to each device (offloads set for TiU). Every device is checked before anything
+/// changes. Returns the devices TiU now runs on.
+pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
+    if o.port == 0 {
+        return err("the TiU port must not be 0");
+    }
+    if o.devices.is_empty() {
+        return err("name at least one device (--dev)");
+    }
+    for d in &o.devices {
+        in_netns(d.netns.as_deref(), || ifindex(&d.dev).map(|_| ()))?;
+    }
+    if !o.cgroup.join("cgroup.procs").exists() {
+        return err(format!(
+            "{} is not a cgroup v2 directory",
+            o.cgroup.display()
+        ));
+    }
+    if is_enabled(&o.pin_dir) {
+        let port = configured_port(&o.pin_dir)?;
+        if port != o.port {
+            return err(format!(
+                "TiU is enabled with port {port}, not {}: `macroflow tiu disable` first",
+                o.port
+            ));
+        }
+    } else {
+        load_and_pin(o)?;
+    }
+    let (eg, ing) = (
+        libbpf_rs::Program::fd_from_pinned_path(o.pin_dir.join("egress")),
+        libbpf_rs::Program::fd_from_pinned_path(o.pin_dir.join("ingress")),
+    );
+    let (eg, ing) = (
+        eg.map_err(|e| Error(format!("the pinned egress program: {e}")))?,
+        ing.map_err(|e| Error(format!("the pinned ingress program: {e}")))?,
+    );
+    let mut known = devices();
+    for d in &o.devices {
+        let ns = d.netns.as_deref();
+        // The offloads a TiU device needs (crates/tiu-bpf/README.md says why).
+        let mut ethtool = vec![
+            "ethtool", "-K", &d.dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
+        ];
+        let mut ip = vec!["ip", "link", "set", "dev", &d.dev, "gso_max_segs", "1"];
+        let prefix: Vec<&str> = match ns {
+            Some(n) => vec!["ip", "netns", "exec", n],
+            None => vec![],
+        };
+        ethtool.splice(0..0, prefix.iter().copied());
+        ip.splice(0..0, prefix.iter().copied());
+        run(&ethtool)?;
+        run(&ip)?;
+        in_netns(ns, || {
+            use std::os::fd::AsFd;
+            let idx = ifindex(&d.dev)?;
+            for (fd, point) in [(&eg, libbpf_rs::TC_EGRESS), (&ing, libbpf_rs::TC_INGRESS)] {
+                let mut b = libbpf_rs::TcHookBuilder::new(fd.as_fd());
+                b.ifindex(idx).replace(true).handle(1).priority(1);
+                let mut h = b.hook(point);
+                // The clsact qdisc once (the egress hook makes it; both hooks share it).
+                if point == libbpf_rs::TC_EGRESS {
+                    h.create()
+                        .map_err(|e| Error(format!("clsact on {d}: {e}")))?;
+                }
+                h.attach()
+                    .map_err(|e| Error(format!("attaching to {d}: {e}")))?;
+            }
+            Ok(())
+        })?;
+        if !known.contains(d) {
+            known.push(d.clone());
+        }
+    }
+    let text: String = known.iter().map(|d| d.record() + "\n").collect();
+    std::fs::write(DEVICES_FILE, text).map_err(|e| Error(format!("{DEVICES_FILE}: {e}")))?;
+    Ok(known)
+}
+
+#[cfg(tiu_bpf_missing)]
+fn load_and_pin(_o: &EnableOptions) -> Result<()> {
+    err(format!(
+        "TiU is not in this build: {}",
+        env!("TIU_BPF_MISSING")
+    ))
+}
+
+#[cfg(not(tiu_bpf_missing))]
+fn load_and_pin(o: &EnableOptions) -> Result<()> {
+    use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+    use std::mem::MaybeUninit;
+    ensure_bpffs()?;
+    let mut object = MaybeUninit::uninit();
+    let mut open = crate::skel::TiuTcSkelBuilder::default()
+        .open(&mut object)
+        .map_err(|e| Error(format!("opening the BPF object: {e}")))?;
+    open.maps
+        .rodata_data
+        .as_deref_mut()
+        .ok_or_else(|| Error("the program's read-only data is not mapped".into()))?
+        .cfg_tiu_port = o.port.to_be();
+    let mut sk = open
+        .load()
+        .map_err(|e| Error(format!("loading (the verifier's log is above): {e}")))?;
+    let cg = std::fs::File::open(&o.cgroup)
+        .map_err(|e| Error(format!("opening the cgroup {}: {e}", o.cgroup.display())))?;
+    let pin = |sk: &mut crate::skel::TiuTcSkel<'_>| -> Result<()> {
+        use std::os::fd::AsRawFd;
+        let d = &o.pin_dir;
+        std::fs::create_dir_all(d).map_err(|e| Error(format!("{}: {e}", d.display())))?;
+        let p = |e: libbpf_rs::Error| Error(format!("pinning under {}: {e}", d.display()));
+        sk.maps.conns.pin(d.join("conns")).map_err(p)?;
+        sk.maps.ids.pin(d.join("ids")).map_err(p)?;
+        sk.maps.rules.pin(d.join("rules")).map_err(p)?;
+        sk.maps.stats.pin(d.join("stats")).map_err(p)?;
+        sk.maps.rodata.pin(d.join("config")).map_err(p)?;
+        sk.progs.tiu_egress.pin(d.join("egress")).map_err(p)?;
+        sk.progs.tiu_ingress.pin(d.join("ingress")).map_err(p)?;
+        let mut link = sk
+            .progs
+            .tiu_sockops
+            .attach_cgroup(cg.as_raw_fd())
+            .map_err(|e| {
+                Error(format!(
+                    "attaching tiu_sockops to {}: {e}",
+                    o.cgroup.display()
+                ))
+            })?;
+        link.pin(d.join("sockops")).map_err(p)?;
+        Ok(())
+    };
+    if let Err(e) = pin(&mut sk) {
+        remove_pins(&o.pin_dir);
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn ensure_bpffs() -> Result<()> {
+    const BPF_FS_MAGIC: i64 = 0xcafe4a11;
+    // SAFETY: a zeroed statfs is a valid out-parameter; the path is a C string.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c"/sys/fs/bpf".as_ptr(), &mut st) } == 0
+        && st.f_type as i64 == BPF_FS_MAGIC
+    {
+        return Ok(());
+    }
+    let _ = std::fs::create_dir_all("/sys/fs/bpf");
+    // SAFETY: constant C strings; no data argument.
+    let rc = unsafe {
+        libc::mount(
+            c"bpf".as_ptr(),
+            c"/sys/fs/bpf".as_ptr(),
+            c"bpf".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return err(format!(
+            "no BPF filesystem at /sys/fs/bpf and mounting one failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+fn remove_pins(dir: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    for f in ["sockops"].into_iter().chain(PROGS).chain(MAPS) {
+        if std::fs::remove_file(dir.join(f)).is_ok() {
+            removed.push(f.to_owned());
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+    removed
+}
+
+/// What `disable` found and did.
+#[derive(Clone, Debug)]
+pub struct Disabled {
+    pub devices: Vec<Device>,
+    /// Connections that were riding TiU: their peers may still send TiU, which nothing here
+    /// decapsulates any more (they stall unless the peer falls back).
+    pub connections: usize,
+    /// Devices that were recorded but could not be detached (gone, or their namespace).
+    pub not_detached: Vec<String>,
+}
+
+/// Detaches both tc programs from every recorded device and `tiu_sockops` from its cgroup, and
+/// removes the pins.
+pub fn disable(pin_dir: &Path) -> Result<Disabled> {
+    if !is_enabled(pin_dir) {
+        return err(format!(
+            "TiU is not enabled (nothing pinned at {})",
+            pin_dir.display()
+        ));
+    }
+    let connections = map(pin_dir, "conns")?.keys().count();
+    let devs = devices();
+    let mut not_detached = Vec::new();
+    for d in &devs {
+        let r = in_netns(d.netns.as_deref(), || {
+            use std::os::fd::AsFd;
+            let idx = ifindex(&d.dev)?;
+            let eg = libbpf_rs::Program::fd_from_pinned_path(pin_dir.join("egress"))
+                .map_err(|e| Error(format!("{e}")))?;
+            for point in [libbpf_rs::TC_EGRESS, libbpf_rs::TC_INGRESS] {
+                let mut b = libbpf_rs::TcHookBuilder::new(eg.as_fd());
+                b.ifindex(idx).handle(1).priority(1);
+                b.hook(point).detach().map_err(|e| Error(format!("{e}")))?;
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            not_detached.push(format!("{d}: {e}"));
+        }
+    }
+    let _ = std::fs::remove_file(DEVICES_FILE);
+    remove_pins(pin_dir);
+    Ok(Disabled {
+        devices: devs,
+        connections,
+        not_detached,
+    })
+}
+
+fn map(pin_dir: &Path, name: &str) -> Result<libbpf_rs::MapHandle> {
+    libbpf_rs::MapHandle::from_pinned_path(pin_dir.join(name)).map_err(|e| {
+        Error(format!(
+            "TiU's {name} map ({}): {e}; is TiU enabled?",
+            pin_dir.display()
+        ))
+    })
+}
+
+fn read<T: Copy>(b: &[u8]) -> T {
+    assert!(b.len() >= std::mem::size_of::<T>());
+    // SAFETY: T is one of this crate's #[repr(C)] structs of plain bytes, read unaligned.
+    unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<T>()) }
+}
+
+fn configured_port(pin_dir: &Path) -> Result<u16> {
+    let v = map(pin_dir, "config")?
+        .lookup(&0u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+        .map_err(|e| Error(format!("config map: {e}")))?
+        .ok_or_else(|| Error("config map: empty".into()))?;
+    Ok(u16::from_be_bytes([v[0], v[1]]))
+}
+
+fn ip(family: u8, a: &[u8; 16]) -> std::net::IpAddr {
+    if family == 4 {
+        std::net::IpAddr::from([a[0], a[1], a[2], a[3]])
+    } else {
+        std::net::IpAddr::from(*a)
+    }
+}
+
+/// One connection riding TiU (or fallen back), as this host sends.
+#[derive(Clone, Debug)]
+pub struct ConnView {
+    pub local_port: u16,
+    pub peer_port: u16,
+    /// 0-31, or 255 (refused: plain TCP).
+    pub conn_id: u8,
+    pub state: &'static str,
+}
+
+/// A host pair's TiU port pair and its connections.
+#[derive(Clone, Debug)]
+pub struct PairView {
+    pub local: std::net::IpAddr,
+    pub peer: std::net::IpAddr,
+    pub udp_ports: (u16, u16),
+    pub conns: Vec<ConnView>,
+    /// IDs held for the peer's segments on this port pair (learned or allocated).
+    pub ids_held: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub port: u16,
+    pub devices: Vec<Device>,
+    pub rules: Vec<Rule>,
+    pub pairs: Vec<PairView>,
+    pub counters: Vec<(&'static str, u64)>,
+}
+
+pub fn status(pin_dir: &Path) -> Result<Status> {
+    let port = configured_port(pin_dir)?;
+    let conns = map(pin_dir, "conns")?;
+    let ids = map(pin_dir, "ids")?;
+    let mut pairs: Vec<PairView> = Vec::new();
+    for k in conns.keys() {
+        let Ok(Some(v)) = conns.lookup(&k, libbpf_rs::MapFlags::ANY) else {
+            continue;
+        };
+        let (k, v): (ConnKey, ConnVal) = (read(&k), read(&v));
+        let (local, peer) = (ip(k.family, &k.saddr), ip(k.family, &k.daddr));
+        let udp = (
+            u16::from_be_bytes(v.udp_sport),
+            u16::from_be_bytes(v.udp_dport),
+        );
+        let c = ConnView {
+            local_port: u16::from_be_bytes(k.sport),
+            peer_port: u16::from_be_bytes(k.dport),
+            conn_id: v.conn_id,
+            state: State::name(v.state),
+        };
+        match pairs
+            .iter_mut()
+            .find(|p| p.local == local && p.peer == peer && p.udp_ports == udp)
+        {
+            Some(p) => p.conns.push(c),
+            None => pairs.push(PairView {
+                local,
+                peer,
+                udp_ports: udp,
+                conns: vec![c],
+                ids_held: 0,
+            }),
+        }
+    }
+    for k in ids.keys() {
+        let k: IdKey = read(&k);
+        let (peer, local) = (ip(k.family, &k.saddr), ip(k.family, &k.daddr));
+        let udp = (
+            u16::from_be_bytes(k.udp_dport),
+            u16::from_be_bytes(k.udp_sport),
+        );
+        if let Some(p) = pairs
+            .iter_mut()
+            .find(|p| p.local == local && p.peer == peer && p.udp_ports == udp)
+        {
+            p.ids_held += 1;
+        }
+    }
+    for p in &mut pairs {
+        p.conns.sort_by_key(|c| (c.conn_id, c.local_port));
+    }
+    pairs.sort_by_key(|p| (p.local, p.peer));
+    let stats = map(pin_dir, "stats")?;
+    let mut counters = Vec::new();
+    for (i, name) in STAT_NAMES.iter().enumerate() {
+        let per_cpu = stats
+            .lookup_percpu(&(i as u32).to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error(format!("stats map: {e}")))?
+            .unwrap_or_default();
+        counters.push((
+            *name,
+            per_cpu
+                .iter()
+                .map(|b| u64::from_ne_bytes(b[..8].try_into().unwrap()))
+                .sum(),
+        ));
+    }
+    Ok(Status {
+        port,
+        devices: devices(),
+        rules: rules(pin_dir)?,
+        pairs,
+        counters,
+    })
+}
+
+pub fn rules(pin_dir: &Path) -> Result<Vec<Rule>> {
+    let m = map(pin_dir, "rules")?;
+    let mut out = Vec::new();
+    for k in m.keys() {
+        let Ok(Some(v)) = m.lookup(&k, libbpf_rs::MapFlags::ANY) else {
+            continue;
+        };
+        let (k, v): (RuleKey, RuleVal) = (read(&k), read(&v));
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&k.data[1..17]);
+        out.push(Rule {
+            addr: ip(k.data[0], &a),
+            prefix_len: (k.prefixlen - 8) as u8,
+            ports: (v.port_lo != 0 || v.port_hi != 0).then_some((v.port_lo, v.port_hi)),
+            mark: v.mark,
+            tiu: v.tiu != 0,
+        });
+    }
+    out.sort_by_key(|r| (r.addr, r.prefix_len));
+    Ok(out)
+}
+
+/// Adds a rule, or replaces the one for the same prefix.
+pub fn rule_add(pin_dir: &Path, r: &Rule) -> Result<()> {
+    let (k, v) = r.to_entry()?;
+    map(pin_dir, "rules")?
+        .update(
+            crate::bytes_of(&k),
+            crate::bytes_of(&v),
+            libbpf_rs::MapFlags::ANY,
+        )
+        .map_err(|e| Error(format!("rules map: {e}")))
+}
+
+/// Deletes the rule for a prefix (an error if there is none).
+pub fn rule_del(pin_dir: &Path, addr: std::net::IpAddr, prefix_len: u8) -> Result<()> {
+    let r = Rule {
+        addr,
+        prefix_len,
+        ports: None,
+        mark: 0,
+        tiu: true,
+    };
+    let (k, _) = r.to_entry()?;
+    map(pin_dir, "rules")?
+        .delete(crate::bytes_of(&k))
+        .map_err(|_| Error(format!("no rule for {addr}/{prefix_len}")))
+}
+
+/// Parses `ADDR/LEN` (or a bare address: the host).
+pub fn parse_prefix(s: &str) -> Result<(std::net::IpAddr, u8)> {
+    let (a, l) = s.split_once('/').unwrap_or((s, ""));
+    let addr: std::net::IpAddr = a
+        .parse()
+        .map_err(|_| Error(format!("not an address: {a:?}")))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len = if l.is_empty() {
+        max
+    } else {
+        l.parse::<u8>()
+            .ok()
+            .filter(|n| *n <= max)
+            .ok_or_else(|| Error(format!("bad prefix length {l:?} for {a}")))?
+    };
+    Ok((addr, len))
+}
