@@ -475,9 +475,12 @@ int tiu_egress(struct __sk_buff *skb)
 		: (setup != -1 || conn->conn_id > MAX_CONN_ID)) {
 		count(syn ? TIU_EG_NO_SETUP : TIU_EG_UNCARRIED);
 		/* A SYN that goes without its Setup option leaves its connection plain TCP for good:
-		 * the peer could not know its ID. */
+		 * the peer could not know its ID. (A server's SYN-ACK built before the TiU SYN taught
+		 * it the connection: the raw SYN came first.) The entries stay until the connection
+		 * closes, so TiU segments the peer may still send are decapsulated and the ID is
+		 * freed with the connection, not leaked. */
 		if (syn)
-			bpf_map_delete_elem(&conns, &key);
+			conn->state = TIU_ST_PLAIN;
 		return TC_ACT_OK;
 	}
 	/*
@@ -682,8 +685,18 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 	flags = ((__u8 *)t)[13];
 	if ((flags & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) {
 		if (c->state == TIU_ST_SYN_SENT) {
-			c->state = TIU_ST_PLAIN;
-			count(TIU_FALLBACK);
+			/* The server's raw copy of a TiU answer carries the Setup option with this
+			 * connection's ID: the server has TiU and learned the connection from the TiU
+			 * SYN (it never learns from a raw one), so TiU goes on. Without it, the server
+			 * answered the raw SYN: plain TCP. (Over ECMP the raw copy often comes first.) */
+			int setup = find_setup(skb, w->l4 + 20, (((__u8 *)t)[12] >> 4) * 4 - 20);
+
+			if (setup == c->conn_id) {
+				c->state = TIU_ST_CONFIRMED;
+			} else {
+				c->state = TIU_ST_PLAIN;
+				count(TIU_FALLBACK);
+			}
 		} else if (c->state == TIU_ST_CONFIRMED) {
 			count(TIU_IN_DUP_HANDSHAKE);
 			return TC_ACT_SHOT;

@@ -1,0 +1,206 @@
+"""The ECMP demonstration of issue 17 (root): 8 parallel TCP connections between a client and a
+server with two equal-cost paths between them, without TiU, with TiU, and with TiU and
+macroflow_ccc.
+
+Namespaces: client c -- router r1 ==(path A: 10 Mbit/s, path B: 30 Mbit/s)== router r2 -- server s.
+Both routers hash flows onto the two paths by their five-tuple (fib_multipath_hash_policy=1,
+L4), r1 for client-to-server packets, r2 for the way back; each router's egress onto a path is a
+tbf bottleneck (10 or 30 Mbit/s, 50 ms of queue). TiU runs on c's and s's devices (the hosts),
+never on the routers: they see UDP datagrams of one port pair when TiU is on.
+
+Clients: iperf3 -P 8 (upload, c to s) and 8 parallel curl downloads from lighttpd (s to c). Per
+path, the routers' transmit counters show where the packets went.
+
+    sudo .venv/bin/python bench/tiu_ecmp.py [--seconds 10] [--out out/tiu-ecmp]
+
+Prints a table and writes result.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TAG = f"te{os.getpid() % 10000}"
+NS = {k: f"{TAG}{k}" for k in ("c", "r1", "r2", "s")}
+PORT = 8897
+SERVER = "10.83.9.1"
+RATES = {"A": "10mbit", "B": "30mbit"}
+
+
+def sh(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run(list(args), capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
+    return r
+
+
+def nsx(ns: str, *args: str, **kw) -> subprocess.CompletedProcess:
+    return sh("ip", "netns", "exec", NS[ns], *args, **kw)
+
+
+def veth(a: str, da: str, b: str, db: str) -> None:
+    sh("ip", "link", "add", da, "netns", NS[a], "type", "veth", "peer", "name", db, "netns", NS[b])
+    for n, d in ((a, da), (b, db)):
+        sh("ip", "-n", NS[n], "link", "set", d, "up")
+
+
+def setup() -> None:
+    for n in NS.values():
+        sh("ip", "netns", "add", n)
+        sh("ip", "-n", n, "link", "set", "lo", "up")
+    veth("c", "c0", "r1", "r1c")
+    veth("r1", "r1a", "r2", "r2a")
+    veth("r1", "r1b", "r2", "r2b")
+    veth("r2", "r2s", "s", "s0")
+    addrs = [("c", "c0", "10.83.1.1/24"), ("r1", "r1c", "10.83.1.2/24"),
+             ("r1", "r1a", "10.83.2.1/24"), ("r2", "r2a", "10.83.2.2/24"),
+             ("r1", "r1b", "10.83.3.1/24"), ("r2", "r2b", "10.83.3.2/24"),
+             ("r2", "r2s", "10.83.4.1/24"), ("s", "s0", "10.83.4.2/24"), ("s", "lo", SERVER + "/32")]
+    for n, d, a in addrs:
+        sh("ip", "-n", NS[n], "addr", "add", a, "dev", d)
+    sh("ip", "-n", NS["c"], "route", "add", "default", "via", "10.83.1.2")
+    sh("ip", "-n", NS["s"], "route", "add", "default", "via", "10.83.4.1")
+    for r in ("r1", "r2"):
+        nsx(r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        nsx(r, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
+    sh("ip", "-n", NS["r1"], "route", "add", SERVER + "/32",
+       "nexthop", "via", "10.83.2.2", "nexthop", "via", "10.83.3.2")
+    sh("ip", "-n", NS["r2"], "route", "add", SERVER + "/32", "via", "10.83.4.2")
+    sh("ip", "-n", NS["r2"], "route", "add", "10.83.1.0/24",
+       "nexthop", "via", "10.83.2.1", "nexthop", "via", "10.83.3.1")
+    # The bottlenecks: each router's egress onto a path (both directions are shaped).
+    for r, side in (("r1", "r1"), ("r2", "r2")):
+        for p, rate in RATES.items():
+            nsx(r, "ethtool", "-K", f"{side}{p.lower()}", "tso", "off", "gso", "off", "gro", "off")
+            sh("tc", "-n", NS[r], "qdisc", "add", "dev", f"{side}{p.lower()}", "root", "tbf",
+               "rate", rate, "burst", "3000", "latency", "50ms")
+
+
+def teardown() -> None:
+    for n in NS.values():
+        sh("ip", "netns", "del", n, check=False)
+
+
+def path_pkts() -> dict:
+    """Packets each router has sent onto each path: r1 (client to server), r2 (server to client)."""
+    out = {}
+    for r in ("r1", "r2"):
+        for p in ("a", "b"):
+            st = json.loads(sh("ip", "-n", NS[r], "-s", "-j", "link", "show", f"{r}{p}").stdout)[0]
+            out[f"{r}{p}"] = st["stats64"]["tx"]["packets"]
+    return out
+
+
+def macroflow(*args: str) -> str:
+    exe = Path(sys.executable).parent / "macroflow"
+    return sh(str(exe), *args).stdout
+
+
+def run_mode(mode: str, seconds: int, www: Path) -> dict:
+    before = path_pkts()
+    cc = ["-C", "macroflow_ccc"] if mode == "tiu+ccc" else []
+    srv = subprocess.Popen(["ip", "netns", "exec", NS["s"], "iperf3", "-s", "-1", "-B", SERVER],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    up = json.loads(nsx("c", "iperf3", "-c", SERVER, "-P", "8", "-t", str(seconds), "-J", *cc, check=False).stdout)
+    if "error" in up:
+        raise RuntimeError(f"iperf3 ({mode}): {up['error']}")
+    try:
+        srv.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+        srv.wait()
+    mid = path_pkts()
+    # Downloads: 8 curls at once from lighttpd (the server's sockets use macroflow_ccc in the
+    # tiu+ccc mode, by its route).
+    curls = [subprocess.Popen(["ip", "netns", "exec", NS["c"], "curl", "-s", "-o", "/dev/null", "-w",
+                               "%{size_download} %{time_total}", f"http://{SERVER}:8080/blob"],
+                              stdout=subprocess.PIPE, text=True) for _ in range(8)]
+    downs = []
+    for c in curls:
+        out, _ = c.communicate(timeout=120)
+        size, t = out.split()
+        downs.append({"bytes": int(size), "s": float(t)})
+    after = path_pkts()
+    streams = up["end"]["streams"]
+    return {
+        "mode": mode,
+        "upload_bps": up["end"]["sum_received"]["bits_per_second"],
+        "upload_retransmits": up["end"]["sum_sent"].get("retransmits"),
+        "upload_streams_bps": [s["receiver"]["bits_per_second"] for s in streams],
+        "upload_mean_rtt_ms": [s["sender"].get("mean_rtt", 0) / 1000 for s in streams],
+        "upload_path_pkts": {k: mid[k] - before[k] for k in ("r1a", "r1b")},
+        "download": downs,
+        "download_path_pkts": {k: after[k] - mid[k] for k in ("r2a", "r2b")},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--out", default="out/tiu-ecmp")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("root needed (network namespaces, tc, BPF)")
+    for tool in ("iperf3", "curl", "lighttpd", "ethtool"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is not installed (make deps installs it)")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    www = Path(tempfile.mkdtemp(prefix="tiu-www-"))
+    (www / "blob").write_bytes(os.urandom(4 << 20))
+    conf = www / "lighttpd.conf"
+    conf.write_text(f'server.document-root = "{www}"\nserver.port = 8080\nserver.bind = "{SERVER}"\n'
+                    f'server.pid-file = "{www}/pid"\n')
+    results = []
+    ccc_loaded_here = False
+    try:
+        teardown()
+        setup()
+        httpd = subprocess.Popen(["ip", "netns", "exec", NS["s"], "lighttpd", "-D", "-f", str(conf)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        results.append(run_mode("plain", a.seconds, www))
+        macroflow("tiu", "enable", "--port", str(PORT), "--dev", f"{NS['c']}:c0", "--dev", f"{NS['s']}:s0")
+        macroflow("tiu", "rule", "add", "10.83.1.0/24")
+        macroflow("tiu", "rule", "add", SERVER + "/32")
+        results.append(run_mode("tiu", a.seconds, www))
+        if "macroflow_ccc" not in sh("sysctl", "-n", "net.ipv4.tcp_available_congestion_control").stdout:
+            macroflow("linux", "load")
+            ccc_loaded_here = True
+        # The server's connections (the downloads) by route: a namespace's default congestion
+        # control cannot be set to a BPF one here (EPERM).
+        sh("ip", "-n", NS["s"], "route", "replace", "default", "via", "10.83.4.1", "congctl", "macroflow_ccc")
+        results.append(run_mode("tiu+ccc", a.seconds, www))
+        results.append({"mode": "tiu status", "text": macroflow("tiu", "status")})
+        httpd.kill()
+    finally:
+        sh(str(Path(sys.executable).parent / "macroflow"), "tiu", "disable", check=False)
+        if ccc_loaded_here:
+            sh(str(Path(sys.executable).parent / "macroflow"), "linux", "unload", check=False)
+        teardown()
+        shutil.rmtree(www, ignore_errors=True)
+    (out / "result.json").write_text(json.dumps(results, indent=1))
+    print(f"{'mode':8s} {'upload':>10s} {'retx':>5s} {'path A/B pkts (up)':>22s} {'path A/B pkts (down)':>22s} "
+          f"{'8 downloads':>14s}  per-stream upload Mbit/s")
+    for r in results:
+        if "upload_bps" not in r:
+            continue
+        up, dn = r["upload_path_pkts"], r["download_path_pkts"]
+        d_s = max(d["s"] for d in r["download"])
+        print(f"{r['mode']:8s} {r['upload_bps'] / 1e6:8.1f}Mb {r['upload_retransmits']:5d} "
+              f"{up['r1a']:>10d}/{up['r1b']:<11d} {dn['r2a']:>10d}/{dn['r2b']:<11d} {d_s:12.2f} s  "
+              + " ".join(f"{b / 1e6:.1f}" for b in r["upload_streams_bps"]))
+    print(results[-1]["text"])
+
+
+if __name__ == "__main__":
+    main()
