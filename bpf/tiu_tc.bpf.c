@@ -97,6 +97,28 @@ struct {
 	__type(value, struct tiu_rule_val);
 } rules SEC(".maps");
 
+/* When each peer's last TiU datagram arrived (bpf_ktime_get_ns), refreshed at most every
+ * PEER_REFRESH_NS: what raw_segment() takes as evidence that the UDP path from it works. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tiu_peer_key);
+	__type(value, __u64);
+} peers SEC(".maps");
+
+/* Where the next Connection-ID search for a host pair starts (the ID after the last one
+ * allocated): IDs go round, so an ID is not reused the moment its connection closes here, while
+ * the peer may still hold it for a few more packets (its LAST_ACK), which would be a collision. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tiu_peer_key);
+	__type(value, __u32);
+} next_id SEC(".maps");
+
+#define PEER_REFRESH_NS 50000000ULL /* 50 ms */
+#define PEER_FRESH_NS 1000000000ULL /* 1 s: a SYN retransmission's wait */
+
 /* A handshake segment's own mark while its TiU copy passes through tiu_egress again (inside
  * bpf_clone_redirect, on this CPU). */
 struct {
@@ -423,6 +445,11 @@ static __always_inline int egress_partial(struct __sk_buff *skb, struct sk_buff 
 		count(TIU_EG_ERROR);
 		return TC_ACT_SHOT;
 	}
+	/* The socket's flow hash (sk_txhash, marked as an L4 hash) would go with the datagram and
+	 * be taken for its five-tuple's: by the next hop's ECMP when a veth carries it into a
+	 * router namespace (fib_multipath_hash uses an skb's L4 hash as is), by queue selection,
+	 * RPS. It described the TCP ports: computed anew from the UDP header. */
+	bpf_set_hash_invalid(skb);
 	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
 	return TC_ACT_OK;
 }
@@ -576,6 +603,11 @@ int tiu_egress(struct __sk_buff *skb)
 		count(TIU_EG_ERROR);
 		return TC_ACT_SHOT;
 	}
+	/* The socket's flow hash (sk_txhash, marked as an L4 hash) would go with the datagram and
+	 * be taken for its five-tuple's: by the next hop's ECMP when a veth carries it into a
+	 * router namespace (fib_multipath_hash uses an skb's L4 hash as is), by queue selection,
+	 * RPS. It described the TCP ports: computed anew from the UDP header. */
+	bpf_set_hash_invalid(skb);
 	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
 	return TC_ACT_OK;
 }
@@ -680,9 +712,34 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 	ck.dport = t[0] & 0xffff;
 	ck.family = w->family;
 	c = bpf_map_lookup_elem(&conns, &ck);
-	if (!c)
-		return TC_ACT_OK;
 	flags = ((__u8 *)t)[13];
+	if (!c) {
+		/*
+		 * A raw SYN that offers TiU (its Setup option) from a peer whose TiU datagrams have
+		 * arrived within the last second: its TiU copy is on the way, queued behind others on
+		 * the TiU path (over ECMP the raw copy takes another path, and a burst of SYNs queues
+		 * on the TiU one; answering the raw SYN would turn the connection plain). Dropped, so
+		 * the TiU copy wins. If the UDP path broke just now, the connection loses one SYN
+		 * retransmission (1 s), after which the peer is no longer fresh.
+		 */
+		struct tiu_peer_key pk = {};
+		__u64 *last;
+		int setup;
+
+		if ((flags & (TCP_SYN | TCP_ACK)) != TCP_SYN)
+			return TC_ACT_OK;
+		__builtin_memcpy(pk.saddr, w->saddr, 16);
+		__builtin_memcpy(pk.daddr, w->daddr, 16);
+		pk.family = w->family;
+		last = bpf_map_lookup_elem(&peers, &pk);
+		if (!last || bpf_ktime_get_ns() - *last > PEER_FRESH_NS)
+			return TC_ACT_OK;
+		setup = find_setup(skb, w->l4 + 20, (((__u8 *)t)[12] >> 4) * 4 - 20);
+		if (setup < 0 || setup > MAX_CONN_ID)
+			return TC_ACT_OK;
+		count(TIU_IN_RAW_SYN_HELD);
+		return TC_ACT_SHOT;
+	}
 	if ((flags & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) {
 		if (c->state == TIU_ST_SYN_SENT) {
 			/* The server's raw copy of a TiU answer carries the Setup option with this
@@ -875,6 +932,18 @@ int tiu_ingress(struct __sk_buff *skb)
 		count(TIU_IN_ERROR);
 		return TC_ACT_SHOT;
 	}
+	bpf_set_hash_invalid(skb); /* it hashed the UDP datagram (RPS, the device) */
+	{
+		struct tiu_peer_key pk = {};
+		__u64 now = bpf_ktime_get_ns(), *last;
+
+		__builtin_memcpy(pk.saddr, w.saddr, 16);
+		__builtin_memcpy(pk.daddr, w.daddr, 16);
+		pk.family = w.family;
+		last = bpf_map_lookup_elem(&peers, &pk);
+		if (!last || now - *last > PEER_REFRESH_NS)
+			bpf_map_update_elem(&peers, &pk, &now, BPF_ANY);
+	}
 	count(syn ? TIU_IN_SYN : TIU_IN_DATA);
 	return TC_ACT_OK;
 }
@@ -959,7 +1028,8 @@ static __always_inline void forget(struct bpf_sock_ops *skops)
 
 /*
  * A connect() a rule asks TiU for gets a Connection ID for its host pair (one port pair per host
- * pair: the TiU port at both ends): the lowest ID free on that port pair, taken in `ids` with
+ * pair: the TiU port at both ends): the next ID free on that port pair (round from the last one
+ * given, see next_id), taken in `ids` with
  * BPF_NOEXIST, where the peer's IDs learned from its SYNs live too (one ID space per host pair
  * and port pair, both directions; a SYN of the peer's asking for an ID taken here is refused).
  * With all 32 taken the connection stays plain TCP (counted). 1: the connection rides TiU.
@@ -972,8 +1042,9 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 	struct tiu_rule_val *r;
 	struct tiu_id_key ik = {};
 	struct tiu_id_val iv = {};
+	struct tiu_peer_key pk = {};
+	__u32 *hint, start = 0, id = 0, i;
 	__u16 port;
-	__u32 id;
 
 	if (sockops_conn(skops, &ck))
 		return 1; /* listed by user space */
@@ -1007,15 +1078,24 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 	ik.family = ck.family;
 	iv.sport = ck.dport;
 	iv.dport = ck.sport;
-	for (id = 0; id <= MAX_CONN_ID; id++) {
+	__builtin_memcpy(pk.saddr, ck.daddr, 16);
+	__builtin_memcpy(pk.daddr, ck.saddr, 16);
+	pk.family = ck.family;
+	hint = bpf_map_lookup_elem(&next_id, &pk);
+	if (hint)
+		start = *hint;
+	for (i = 0; i <= MAX_CONN_ID; i++) {
+		id = (start + i) & MAX_CONN_ID;
 		ik.conn_id = id;
 		if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) == 0)
 			break;
 	}
-	if (id > MAX_CONN_ID) {
+	if (i > MAX_CONN_ID) {
 		count(TIU_ALLOC_FULL);
 		return 0;
 	}
+	start = (id + 1) & MAX_CONN_ID;
+	bpf_map_update_elem(&next_id, &pk, &start, BPF_ANY);
 	cv.udp_sport = cfg_tiu_port;
 	cv.udp_dport = cfg_tiu_port;
 	cv.conn_id = id;
@@ -1082,4 +1162,35 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 		break;
 	}
 	return 1;
+}
+
+/*
+ * tiu_listeners (iter/tcp): a listener opened before tiu_sockops was attached never had
+ * BPF_SOCK_OPS_TCP_LISTEN_CB, so its SYN-ACKs get no header-option callbacks and go without the
+ * Setup option (every TiU connection to it falls back, counted as eg_no_setup). Run once in each
+ * network namespace when TiU is enabled (iterators walk the reader's namespace): every listener
+ * gets the flag, and one line per listener is printed.
+ */
+#define SOL_TCP 6
+#define TCP_LISTEN 10
+
+SEC("iter/tcp")
+int tiu_listeners(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp;
+	int flags;
+
+	if (!skc || skc->skc_state != TCP_LISTEN)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	flags = tp->bpf_sock_ops_cb_flags;
+	if (flags & BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG)
+		return 0;
+	flags |= BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG;
+	if (bpf_setsockopt(tp, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &flags, sizeof(flags)) == 0)
+		BPF_SEQ_PRINTF(ctx->meta->seq, "%u\n", (__u32)skc->skc_num);
+	return 0;
 }

@@ -74,6 +74,14 @@ struct tiu_rule_val {
 	__u8 pad[3];
 };
 
+/* A peer whose TiU datagrams have arrived lately (the `peers` map): the UDP path works. */
+struct tiu_peer_key {
+	__u32 saddr[4]; /* the peer */
+	__u32 daddr[4]; /* this host */
+	__u8 family;
+	__u8 pad[3];
+};
+
 /* The mark a handshake segment's TiU copy carries through its second pass of tiu_egress. */
 #define TIU_COPY_MARK 0x54695543 /* "TiUC" */
 
@@ -100,6 +108,8 @@ enum tiu_stat {
 	TIU_FALLBACK,         /* connections that fell back to plain TCP (a raw answer came first) */
 	TIU_ALLOC,            /* Connection IDs allocated at connect() by rule */
 	TIU_ALLOC_FULL,       /* connect()s a rule asked TiU for with all 32 IDs taken: plain TCP */
+	TIU_IN_RAW_SYN_HELD,  /* a raw SYN offering TiU from a peer whose TiU datagrams arrive: dropped
+			       * for its TiU copy (queued behind others on its path) to win */
 	TIU_NSTATS,
 };
 

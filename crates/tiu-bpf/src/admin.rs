@@ -14,7 +14,7 @@ pub const DEVICES_FILE: &str = "/run/macroflow_tiu.devices";
 pub const DEFAULT_PORT: u16 = 8899;
 
 const MAPS: [&str; 5] = ["conns", "ids", "rules", "stats", "config"];
-const PROGS: [&str; 2] = ["egress", "ingress"];
+const PROGS: [&str; 3] = ["egress", "ingress", "listeners"];
 
 fn err<T>(s: impl Into<String>) -> Result<T> {
     Err(Error(s.into()))
@@ -52,7 +52,10 @@ impl std::fmt::Display for Device {
 }
 
 /// Runs `f` in a thread that has entered `netns` (the caller's own namespace is never left).
-fn in_netns<R: Send>(netns: Option<&str>, f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+pub(crate) fn in_netns<R: Send>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> Result<R> + Send,
+) -> Result<R> {
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Some(n) = netns {
@@ -212,6 +215,16 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
             known.push(d.clone());
         }
     }
+    // Listeners opened before TiU was enabled: their SYN-ACKs get the Setup option from now on.
+    let it = libbpf_rs::Program::fd_from_pinned_path(o.pin_dir.join("listeners"))
+        .map_err(|e| Error(format!("the pinned listener iterator: {e}")))?;
+    let mut namespaces: Vec<Option<&str>> = o.devices.iter().map(|d| d.netns.as_deref()).collect();
+    namespaces.sort();
+    namespaces.dedup();
+    for ns in namespaces {
+        use std::os::fd::AsFd;
+        crate::upgrade_listeners(it.as_fd(), ns)?;
+    }
     let text: String = known.iter().map(|d| d.record() + "\n").collect();
     std::fs::write(DEVICES_FILE, text).map_err(|e| Error(format!("{DEVICES_FILE}: {e}")))?;
     Ok(known)
@@ -256,6 +269,7 @@ fn load_and_pin(o: &EnableOptions) -> Result<()> {
         sk.maps.rodata.pin(d.join("config")).map_err(p)?;
         sk.progs.tiu_egress.pin(d.join("egress")).map_err(p)?;
         sk.progs.tiu_ingress.pin(d.join("ingress")).map_err(p)?;
+        sk.progs.tiu_listeners.pin(d.join("listeners")).map_err(p)?;
         let mut link = sk
             .progs
             .tiu_sockops

@@ -184,7 +184,7 @@ impl Rule {
 }
 
 /// The counters' names, in `enum tiu_stat` order.
-pub const STAT_NAMES: [&str; 21] = [
+pub const STAT_NAMES: [&str; 22] = [
     "eg_data",
     "eg_syn",
     "eg_uncarried",
@@ -206,6 +206,7 @@ pub const STAT_NAMES: [&str; 21] = [
     "fallback",
     "alloc",
     "alloc_full",
+    "in_raw_syn_held",
 ];
 
 /// `TIU_COPY_MARK`: the mark of a handshake segment's TiU copy on its second pass of
@@ -247,6 +248,52 @@ pub type Result<T> = std::result::Result<T, Error>;
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {
     // Plain #[repr(C)] structs of byte arrays: no padding, every byte initialised.
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// Runs the `tiu_listeners` iterator (program `prog`) in `netns` (None: this one): every TCP
+/// listener there that predates `tiu_sockops` gets the header-option callbacks, so its SYN-ACKs
+/// carry the Setup option. Returns the local ports of the listeners it changed.
+pub fn upgrade_listeners(
+    prog: std::os::fd::BorrowedFd<'_>,
+    netns: Option<&str>,
+) -> Result<Vec<u16>> {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: a program descriptor; no options (an iterator without parameters).
+    let link = unsafe {
+        libbpf_sys::bpf_link_create(
+            prog.as_raw_fd(),
+            0,
+            libbpf_sys::BPF_TRACE_ITER,
+            std::ptr::null(),
+        )
+    };
+    if link < 0 {
+        return Err(Error(format!(
+            "attaching the listener iterator: {}",
+            std::io::Error::from_raw_os_error(-link)
+        )));
+    }
+    // SAFETY: a new descriptor we own.
+    let link = unsafe { OwnedFd::from_raw_fd(link) };
+    let text = admin::in_netns(netns, || {
+        // The iterator walks the namespace of the thread that creates it.
+        // SAFETY: a link descriptor.
+        let it = unsafe { libbpf_sys::bpf_iter_create(link.as_raw_fd()) };
+        if it < 0 {
+            return Err(Error(format!(
+                "creating the listener iterator: {}",
+                std::io::Error::from_raw_os_error(-it)
+            )));
+        }
+        // SAFETY: a new descriptor we own.
+        let mut f = unsafe { std::fs::File::from_raw_fd(it) };
+        let mut text = String::new();
+        f.read_to_string(&mut text)
+            .map_err(|e| Error(format!("reading the listener iterator: {e}")))?;
+        Ok(text)
+    })?;
+    Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
 }
 
 /// Why the programs are not in this build (bpftool, clang or the kernel's BTF was missing), or
@@ -414,6 +461,13 @@ impl Loaded<'_> {
                     cgroup.display()
                 ))
             })
+    }
+
+    /// [`upgrade_listeners`] with this load's iterator.
+    pub fn upgrade_listeners(&self, netns: Option<&str>) -> Result<Vec<u16>> {
+        use std::os::fd::AsFd;
+        let sk = self.skel.borrow();
+        upgrade_listeners(sk.progs.tiu_listeners.as_fd(), netns)
     }
 
     /// The counters, summed over CPUs, by [`STAT_NAMES`].
