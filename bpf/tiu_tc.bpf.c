@@ -44,6 +44,8 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 #define ETH_HLEN 14
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
@@ -146,6 +148,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+/* A state change that happens only from `from` (two copies of a handshake segment can be
+ * handled at once on two CPUs; the first decides). */
+static __always_inline int move(struct tiu_conn_val *c, __u32 from, __u32 to)
+{
+	return __sync_val_compare_and_swap(&c->state, from, to) == from;
+}
 
 static __always_inline void count(__u32 what)
 {
@@ -507,7 +516,7 @@ int tiu_egress(struct __sk_buff *skb)
 		 * closes, so TiU segments the peer may still send are decapsulated and the ID is
 		 * freed with the connection, not leaked. */
 		if (syn)
-			conn->state = TIU_ST_PLAIN;
+			WRITE_ONCE(conn->state, TIU_ST_PLAIN);
 		return TC_ACT_OK;
 	}
 	/*
@@ -524,19 +533,24 @@ int tiu_egress(struct __sk_buff *skb)
 			count(TIU_EG_ERROR);
 		} else if (skb->mark == TIU_COPY_MARK) {
 			skb->mark = *stash; /* the TiU copy: translated below */
-		} else if ((conn->state == TIU_ST_SYN_SENT && !(flags & TCP_ACK)) ||
-			   (conn->state == TIU_ST_LEARNED && (flags & TCP_ACK))) {
-			long err;
+		} else {
+			__u32 st = READ_ONCE(conn->state);
 
-			*stash = skb->mark;
-			skb->mark = TIU_COPY_MARK;
-			err = bpf_clone_redirect(skb, skb->ifindex, 0);
-			skb->mark = *stash;
-			if (err == 0) {
+			if (((st == TIU_ST_SYN_SENT || st == TIU_ST_HELD) && !(flags & TCP_ACK)) ||
+			    (st == TIU_ST_LEARNED && (flags & TCP_ACK))) {
+				long err;
+
+				*stash = skb->mark;
+				skb->mark = TIU_COPY_MARK;
+				err = bpf_clone_redirect(skb, skb->ifindex, 0);
+				skb->mark = *stash;
+				/* The copy's transmit status: 0, or NET_XMIT_CN (queued, congestion). */
+				if (err != 0 && err != 2)
+					count(TIU_EG_ERROR);
+				/* This skb goes raw even if the copy failed: raw is the safety net. */
 				count(TIU_EG_RAW_COPY);
 				return TC_ACT_OK;
 			}
-			count(TIU_EG_ERROR); /* no copy: this one goes as TiU alone */
 		}
 	}
 	urg = ((__u16 *)t)[9];
@@ -622,9 +636,12 @@ int tiu_egress(struct __sk_buff *skb)
  *    says refused and the connection's later segments, whose ID is over 31, go as plain TCP).
  *  - A SYN-ACK with an ID: the client records it for the peer's segments (`ids`).
  *  - A SYN-ACK with 255: the client stops encapsulating (its `conns` entry goes).
- * The SYN header's ports are (u[5]): the peer's, then this host's.
+ * A SYN for a port nothing listens on, or for a connection that exists already (the raw copy
+ * won), teaches nothing: no socket would ever remove what it left (-4: delivered, TCP resets
+ * it; -3: a duplicate, dropped). The SYN header's ports are (u[5]): the peer's, then this
+ * host's.
  */
-static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
+static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *u, int id, int ack)
 {
 	struct tiu_id_key ik = {};
 	struct tiu_id_val iv = {}, *had;
@@ -652,7 +669,7 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 		if (!mine || (id != mine->conn_id && id != SETUP_REFUSED))
 			return -2;
 		/* The raw answer came first and the connection went on as plain TCP. */
-		if (mine->state == TIU_ST_PLAIN)
+		if (READ_ONCE(mine->state) == TIU_ST_PLAIN)
 			return -3;
 		if (id == SETUP_REFUSED) {
 			/* The ID this host held for the answer's segments goes too. */
@@ -661,9 +678,43 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 			bpf_map_delete_elem(&conns, &ck);
 			return 0;
 		}
-		if (mine->state == TIU_ST_SYN_SENT)
-			mine->state = TIU_ST_CONFIRMED;
-		return bpf_map_update_elem(&ids, &ik, &iv, BPF_ANY);
+		if (!move(mine, TIU_ST_SYN_SENT, TIU_ST_CONFIRMED) &&
+		    !move(mine, TIU_ST_HELD, TIU_ST_CONFIRMED) &&
+		    READ_ONCE(mine->state) == TIU_ST_PLAIN)
+			return -3; /* fell back meanwhile, on the other CPU */
+		/* An allocated connection's ID entry exists (BPF_EXIST: one its connection's close
+		 * removed meanwhile is not brought back); a listed one's is made here. */
+		return bpf_map_update_elem(&ids, &ik, &iv,
+					   READ_ONCE(mine->state) == TIU_ST_FIXED ? BPF_ANY : BPF_EXIST) < 0 ? -2 : 0;
+	}
+	/* A SYN for a port nothing listens on teaches nothing (TCP answers it with a reset, raw);
+	 * one for a connection that exists already (a late TiU copy: the raw one won) is a
+	 * duplicate. Learning either would leave entries no socket ever removes. */
+	{
+		struct bpf_sock_tuple tup = {};
+		struct bpf_sock *sk;
+		__u32 sz, st;
+
+		if (w->family == TIU_AF_INET) {
+			tup.ipv4.saddr = w->saddr[0];
+			tup.ipv4.daddr = w->daddr[0];
+			tup.ipv4.sport = iv.sport;
+			tup.ipv4.dport = iv.dport;
+			sz = sizeof(tup.ipv4);
+		} else {
+			__builtin_memcpy(tup.ipv6.saddr, w->saddr, 16);
+			__builtin_memcpy(tup.ipv6.daddr, w->daddr, 16);
+			tup.ipv6.sport = iv.sport;
+			tup.ipv6.dport = iv.dport;
+			sz = sizeof(tup.ipv6);
+		}
+		sk = bpf_skc_lookup_tcp(skb, &tup, sz, BPF_F_CURRENT_NETNS, 0);
+		if (!sk)
+			return -4;
+		st = sk->state;
+		bpf_sk_release(sk);
+		if (st != BPF_TCP_LISTEN && st != BPF_TCP_NEW_SYN_RECV)
+			return -3;
 	}
 	cv.udp_sport = u[0] >> 16;
 	cv.udp_dport = u[0] & 0xffff;
@@ -689,9 +740,10 @@ static __always_inline int learn(struct where *w, __u32 *u, int id, int ack)
 /*
  * A raw TCP segment of a connection that rides TiU (happy eyeballs, seed 003 Fig. 9.17: the
  * first completed handshake wins):
- *  - a raw SYN-ACK while this client's TiU SYN is unanswered: the peer has no TiU or the path
- *    drops the port; the connection falls back to plain TCP (its TiU answer, if one comes, is
- *    ignored). After a TiU SYN-ACK, raw copies are ignored.
+ *  - a raw SYN-ACK while this client's TiU SYN is unanswered: without the Setup option the
+ *    peer has no TiU or the path drops the port, and the connection falls back to plain TCP
+ *    (its TiU answer, if one comes, is ignored); with it, it is held once for its TiU copy.
+ *    After a TiU SYN-ACK, raw copies are ignored.
  *  - a raw SYN after this server learned the connection from a TiU SYN: ignored (answered).
  *  - any other raw segment from a client whose handshake this server has not seen confirmed in
  *    TiU: the client fell back; so does this end. (Segments TiU cannot carry go raw in a
@@ -701,7 +753,7 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 {
 	struct tiu_conn_key ck = {};
 	struct tiu_conn_val *c;
-	__u32 t[4];
+	__u32 t[4], st;
 	__u8 flags;
 
 	if (bpf_skb_load_bytes(skb, w->l4, t, 16) < 0)
@@ -740,31 +792,33 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 		count(TIU_IN_RAW_SYN_HELD);
 		return TC_ACT_SHOT;
 	}
+	st = READ_ONCE(c->state);
 	if ((flags & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) {
-		if (c->state == TIU_ST_SYN_SENT) {
+		if (st == TIU_ST_SYN_SENT || st == TIU_ST_HELD) {
 			/* The server's raw copy of a TiU answer carries the Setup option with this
-			 * connection's ID: the server has TiU and learned the connection from the TiU
-			 * SYN (it never learns from a raw one), so TiU goes on. Without it, the server
-			 * answered the raw SYN: plain TCP. (Over ECMP the raw copy often comes first.) */
+			 * connection's ID: the server learned the connection from the TiU SYN, and its
+			 * TiU copy is on the way (over ECMP, queued on another path): held once. It
+			 * does not confirm TiU by itself (the way back may drop the UDP port); the
+			 * second one, after a retransmission, falls back. Without the option, the
+			 * server answered the raw SYN: plain TCP at once. */
 			int setup = find_setup(skb, w->l4 + 20, (((__u8 *)t)[12] >> 4) * 4 - 20);
 
-			if (setup == c->conn_id) {
-				c->state = TIU_ST_CONFIRMED;
-			} else {
-				c->state = TIU_ST_PLAIN;
-				count(TIU_FALLBACK);
+			if (setup == c->conn_id && move(c, TIU_ST_SYN_SENT, TIU_ST_HELD)) {
+				count(TIU_IN_RAW_SYN_HELD);
+				return TC_ACT_SHOT;
 			}
-		} else if (c->state == TIU_ST_CONFIRMED) {
+			if (move(c, st, TIU_ST_PLAIN))
+				count(TIU_FALLBACK);
+		} else if (st == TIU_ST_CONFIRMED) {
 			count(TIU_IN_DUP_HANDSHAKE);
 			return TC_ACT_SHOT;
 		}
 	} else if (flags & TCP_SYN) {
-		if (c->state == TIU_ST_LEARNED || c->state == TIU_ST_CONFIRMED) {
+		if (st == TIU_ST_LEARNED || st == TIU_ST_CONFIRMED) {
 			count(TIU_IN_DUP_HANDSHAKE);
 			return TC_ACT_SHOT;
 		}
-	} else if (c->state == TIU_ST_LEARNED) {
-		c->state = TIU_ST_PLAIN;
+	} else if (st == TIU_ST_LEARNED && move(c, TIU_ST_LEARNED, TIU_ST_PLAIN)) {
 		count(TIU_FALLBACK);
 	}
 	return TC_ACT_OK;
@@ -835,8 +889,11 @@ int tiu_ingress(struct __sk_buff *skb)
 		}
 		t[0] = u[5];
 		t[3] = u[2];
-		switch (learn(&w, u, setup, flags & TCP_ACK)) {
+		switch (learn(skb, &w, u, setup, flags & TCP_ACK)) {
 		case 0:
+			break;
+		case -4:
+			count(TIU_IN_NO_LISTENER);
 			break;
 		case -2:
 			count(TIU_IN_REFUSED_SYN);
@@ -877,8 +934,8 @@ int tiu_ingress(struct __sk_buff *skb)
 			ck.dport = ports->sport;
 			ck.family = w.family;
 			c = bpf_map_lookup_elem(&conns, &ck);
-			if (c && c->state == TIU_ST_LEARNED)
-				c->state = TIU_ST_CONFIRMED;
+			if (c)
+				move(c, TIU_ST_LEARNED, TIU_ST_CONFIRMED);
 		}
 		t[0] = ((__u32)ports->dport << 16) | ports->sport;
 		t[3] = u[2];
@@ -1058,8 +1115,10 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 		rk.prefixlen = 8 + 128;
 		__builtin_memcpy(&rk.data[1], ck.daddr, 16);
 	}
+	/* The longest matching prefix decides: its ports and mark narrow it (a connection they do
+	 * not match runs plain; shorter prefixes are not tried), then TiU or never. */
 	r = bpf_map_lookup_elem(&rules, &rk);
-	if (!r || !r->tiu)
+	if (!r)
 		return 0;
 	port = bpf_ntohs(ck.dport);
 	if ((r->port_lo || r->port_hi) && (port < r->port_lo || port > r->port_hi))
@@ -1070,6 +1129,8 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 		if (!sk || sk->mark != r->mark)
 			return 0;
 	}
+	if (!r->tiu)
+		return 0;
 	/* The peer's segments' key: from the peer, to this host, the port pair as the peer sends. */
 	__builtin_memcpy(ik.saddr, ck.daddr, 16);
 	__builtin_memcpy(ik.daddr, ck.saddr, 16);
@@ -1087,6 +1148,10 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 	for (i = 0; i <= MAX_CONN_ID; i++) {
 		id = (start + i) & MAX_CONN_ID;
 		ik.conn_id = id;
+		/* Looked up first: a failing BPF_NOEXIST update of an LRU map still takes a free
+		 * node, evicting some live entry when none is left. */
+		if (bpf_map_lookup_elem(&ids, &ik))
+			continue;
 		if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) == 0)
 			break;
 	}
@@ -1130,14 +1195,19 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 					  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 		break;
 	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
-		if ((skops->skb_tcp_flags & TCPHDR_SYN) && sockops_conn(skops, 0))
+		if (!(skops->skb_tcp_flags & TCPHDR_SYN))
+			break;
+		/* Not for a connection that fell back: its SYN-ACK retransmission goes raw, and an
+		 * option in it would tell the client TiU is on. */
+		conn = sockops_conn(skops, 0);
+		if (conn && READ_ONCE(conn->state) != TIU_ST_PLAIN)
 			bpf_reserve_hdr_opt(skops, sizeof(opt), 0);
 		break;
 	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
 		if (!(skops->skb_tcp_flags & TCPHDR_SYN))
 			break;
 		conn = sockops_conn(skops, 0);
-		if (!conn)
+		if (!conn || READ_ONCE(conn->state) == TIU_ST_PLAIN)
 			break;
 		opt.kind = SETUP_KIND;
 		opt.len = SETUP_LEN;
@@ -1147,11 +1217,12 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 		break;
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		/* Only SYNs carry the option: no more header callbacks; a TiU connection's end is
-		 * watched (its entries go when it closes). */
+		/* Only SYNs carry the option: no more header callbacks. Every connection's end is
+		 * watched, not only those in `conns` now: a late TiU SYN can teach the server a
+		 * connection after it was established (its entries go when it closes). */
 		bpf_sock_ops_cb_flags_set(skops, (skops->bpf_sock_ops_cb_flags &
 						  ~BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG) |
-					  (sockops_conn(skops, 0) ? BPF_SOCK_OPS_STATE_CB_FLAG : 0));
+					  BPF_SOCK_OPS_STATE_CB_FLAG);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		/* args[1] is the new state. Deleting at TCP_CLOSE (also when the socket hands over

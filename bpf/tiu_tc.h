@@ -30,14 +30,17 @@ enum tiu_state {
 			   * segment of the client's falls back */
 	TIU_ST_CONFIRMED, /* the peer answered in TiU: raw handshake copies are ignored */
 	TIU_ST_PLAIN,     /* fell back: segments go as plain TCP (TiU ones are still received) */
+	TIU_ST_HELD,      /* client: the server's raw SYN-ACK offering TiU came first and was held for
+			   * its TiU copy; a second one (after a retransmission) falls back */
 };
 
 struct tiu_conn_val {
 	__u16 udp_sport; /* the TiU port pair this connection's datagrams use */
 	__u16 udp_dport;
 	__u8 conn_id;    /* 0-31; on a SYN or SYN-ACK the Setup option's value (255: refused) */
-	__u8 state;      /* enum tiu_state */
-	__u8 pad[2];
+	__u8 pad[3];
+	__u32 state;     /* enum tiu_state; changed by compare-and-swap (both copies of a handshake
+			  * segment can arrive at once on two CPUs) */
 };
 
 /* Ingress: a data header's Connection ID on a TiU port pair from a peer, to the TCP ports. */
@@ -108,8 +111,9 @@ enum tiu_stat {
 	TIU_FALLBACK,         /* connections that fell back to plain TCP (a raw answer came first) */
 	TIU_ALLOC,            /* Connection IDs allocated at connect() by rule */
 	TIU_ALLOC_FULL,       /* connect()s a rule asked TiU for with all 32 IDs taken: plain TCP */
-	TIU_IN_RAW_SYN_HELD,  /* a raw SYN offering TiU from a peer whose TiU datagrams arrive: dropped
-			       * for its TiU copy (queued behind others on its path) to win */
+	TIU_IN_RAW_SYN_HELD,  /* a raw SYN (or SYN-ACK) offering TiU, dropped once for its TiU copy
+			       * (queued behind others on its path) to win */
+	TIU_IN_NO_LISTENER,   /* a TiU SYN for a port nothing listens on: not learned (TCP resets it) */
 	TIU_NSTATS,
 };
 

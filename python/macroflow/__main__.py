@@ -357,7 +357,7 @@ def _tiu(fn, *args, **kw):
 
     try:
         return getattr(tiu, fn)(*args, **kw)
-    except (RuntimeError, ValueError, OSError) as e:
+    except (RuntimeError, ValueError, TypeError, OSError) as e:
         _fail(str(e))
 
 
@@ -379,8 +379,8 @@ def tiu_disable() -> None:
     """Take TiU off every device; connections riding it stall unless their peer falls back."""
     r = _tiu("disable")
     typer.echo(f"TiU disabled on {len(r['devices'])} devices ({r['connections']} connections were riding it)")
-    for d in r["not_detached"]:
-        typer.echo(f"not detached: {d}", err=True)
+    for d in r["gone"]:
+        typer.echo(f"{d['dev']}" + (f" (netns {d['netns']})" if d["netns"] else "") + " was gone: nothing to detach")
 
 
 @tiu_app.command("status")

@@ -42,18 +42,22 @@ def missing() -> Optional[str]:
     return _native._tiu_missing()
 
 
-def _devices(devices: Iterable[DeviceLike]) -> List[Tuple[Optional[str], str]]:
+def _devices(devices: Union[DeviceLike, Iterable[DeviceLike]]) -> List[Tuple[Optional[str], str]]:
+    if isinstance(devices, (str, tuple)):
+        devices = [devices]  # one device, not the characters of its name
     out = []
     for d in devices:
         if isinstance(d, str):
             ns, _, dev = d.rpartition(":")
             out.append((ns or None, dev))
-        else:
+        elif isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], str) and (d[0] is None or isinstance(d[0], str)):
             out.append((d[0], d[1]))
+        else:
+            raise ValueError(f"a device is a name, 'NETNS:DEV' or (netns, dev), got {d!r}")
     return out
 
 
-def enable(devices: Sequence[DeviceLike], port: int = DEFAULT_PORT, cgroup: Optional[str] = None) -> List[Dict[str, Any]]:
+def enable(devices: Union[DeviceLike, Sequence[DeviceLike]], port: int = DEFAULT_PORT, cgroup: Optional[str] = None) -> List[Dict[str, Any]]:
     """Enables TiU on ``devices`` (names, ``"NETNS:DEV"`` or ``(netns, dev)``), loading and pinning
     the programs first if needed; ``cgroup``: whose sockets' handshakes carry the Setup option
     (default: the cgroup v2 root, every socket). Returns every device TiU runs on. Each device is checked
@@ -80,11 +84,13 @@ def status() -> Dict[str, Any]:
 def rule_add(prefix: str, ports: Optional[Tuple[int, int]] = None, mark: int = 0, tiu: bool = True) -> None:
     """Connections to ``prefix`` (and a port in ``ports``, and SO_MARK ``mark`` if not 0) ride
     TiU (``tiu=False``: never). Replaces the rule for the same prefix."""
-    if ports is not None and not (0 < ports[0] <= ports[1] < 65536):
+    if ports is not None:
+        ports = tuple(int(p) for p in ports)
+    if ports is not None and (len(ports) != 2 or not (0 < ports[0] <= ports[1] < 65536)):
         raise ValueError(f"ports must be LO-HI within 1-65535, got {ports}")
     if not 0 <= mark < 2**32:
         raise ValueError(f"mark must be a 32-bit value, got {mark}")
-    _native._tiu_rule_add(prefix, ports, mark, tiu)
+    _native._tiu_rule_add(str(prefix), ports, int(mark), bool(tiu))
 
 
 def rule_del(prefix: str) -> None:

@@ -66,7 +66,7 @@ fn disable<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py
     let d = PyDict::new(py);
     d.set_item("devices", dev_list(py, &r.devices)?)?;
     d.set_item("connections", r.connections)?;
-    d.set_item("not_detached", r.not_detached)?;
+    d.set_item("gone", dev_list(py, &r.gone)?)?;
     Ok(d)
 }
 

@@ -103,6 +103,15 @@ fn run(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+fn write_devices(ds: &[Device]) -> Result<()> {
+    if ds.is_empty() {
+        let _ = std::fs::remove_file(DEVICES_FILE);
+        return Ok(());
+    }
+    let text: String = ds.iter().map(|d| d.record() + "\n").collect();
+    std::fs::write(DEVICES_FILE, text).map_err(|e| Error(format!("{DEVICES_FILE}: {e}")))
+}
+
 fn devices() -> Vec<Device> {
     std::fs::read_to_string(DEVICES_FILE)
         .unwrap_or_default()
@@ -153,11 +162,20 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
     for d in &o.devices {
         in_netns(d.netns.as_deref(), || ifindex(&d.dev).map(|_| ()))?;
     }
-    if !o.cgroup.join("cgroup.procs").exists() {
-        return err(format!(
-            "{} is not a cgroup v2 directory",
-            o.cgroup.display()
-        ));
+    {
+        const CGROUP2_SUPER_MAGIC: i64 = 0x63677270;
+        let c = std::ffi::CString::new(o.cgroup.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error("bad cgroup path".into()))?;
+        // SAFETY: a zeroed statfs is a valid out-parameter; the path is a C string.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0
+            || st.f_type as i64 != CGROUP2_SUPER_MAGIC
+        {
+            return err(format!(
+                "{} is not a cgroup v2 directory",
+                o.cgroup.display()
+            ));
+        }
     }
     if is_enabled(&o.pin_dir) {
         let port = configured_port(&o.pin_dir)?;
@@ -211,8 +229,10 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
             }
             Ok(())
         })?;
+        // Recorded at once: if a later device fails, `disable` still finds this one.
         if !known.contains(d) {
             known.push(d.clone());
+            write_devices(&known)?;
         }
     }
     // Listeners opened before TiU was enabled: their SYN-ACKs get the Setup option from now on.
@@ -225,8 +245,7 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
         use std::os::fd::AsFd;
         crate::upgrade_listeners(it.as_fd(), ns)?;
     }
-    let text: String = known.iter().map(|d| d.record() + "\n").collect();
-    std::fs::write(DEVICES_FILE, text).map_err(|e| Error(format!("{DEVICES_FILE}: {e}")))?;
+    write_devices(&known)?;
     Ok(known)
 }
 
@@ -337,8 +356,9 @@ pub struct Disabled {
     /// Connections that were riding TiU: their peers may still send TiU, which nothing here
     /// decapsulates any more (they stall unless the peer falls back).
     pub connections: usize,
-    /// Devices that were recorded but could not be detached (gone, or their namespace).
-    pub not_detached: Vec<String>,
+    /// Recorded devices that were gone (with their namespace, or on their own): nothing to
+    /// detach.
+    pub gone: Vec<Device>,
 }
 
 /// Detaches both tc programs from every recorded device and `tiu_sockops` from its cgroup, and
@@ -353,29 +373,59 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
     let connections = map(pin_dir, "conns")?.keys().count();
     let devs = devices();
     let mut not_detached = Vec::new();
+    let mut left = Vec::new();
+    let mut gone = Vec::new();
     for d in &devs {
         let r = in_netns(d.netns.as_deref(), || {
             use std::os::fd::AsFd;
             let idx = ifindex(&d.dev)?;
             let eg = libbpf_rs::Program::fd_from_pinned_path(pin_dir.join("egress"))
                 .map_err(|e| Error(format!("{e}")))?;
-            for point in [libbpf_rs::TC_EGRESS, libbpf_rs::TC_INGRESS] {
+            // Both hooks, each on its own: one that is gone already is no reason to keep the
+            // other.
+            let mut errors = Vec::new();
+            for (point, name) in [
+                (libbpf_rs::TC_EGRESS, "egress"),
+                (libbpf_rs::TC_INGRESS, "ingress"),
+            ] {
                 let mut b = libbpf_rs::TcHookBuilder::new(eg.as_fd());
                 b.ifindex(idx).handle(1).priority(1);
-                b.hook(point).detach().map_err(|e| Error(format!("{e}")))?;
+                if let Err(e) = b.hook(point).detach() {
+                    errors.push(format!("{name}: {e}"));
+                }
             }
-            Ok(())
+            if errors.is_empty() {
+                Ok(())
+            } else {
+                err(errors.join("; "))
+            }
         });
-        if let Err(e) = r {
-            not_detached.push(format!("{d}: {e}"));
+        match r {
+            // A device (or its namespace) that is gone took its tc programs with it.
+            Err(e) if e.0.starts_with("no device") || e.0.starts_with("network namespace") => {
+                gone.push(d.clone());
+            }
+            Err(e) => {
+                not_detached.push(format!("{d}: {e}"));
+                left.push(d.clone());
+            }
+            Ok(()) => {}
         }
     }
-    let _ = std::fs::remove_file(DEVICES_FILE);
+    write_devices(&left)?;
+    if !left.is_empty() {
+        return err(format!(
+            "could not take TiU off {}; the programs stay pinned at {} and the devices recorded: \
+             run `macroflow tiu disable` again once that is fixed",
+            not_detached.join(", "),
+            pin_dir.display()
+        ));
+    }
     remove_pins(pin_dir);
     Ok(Disabled {
         devices: devs,
         connections,
-        not_detached,
+        gone,
     })
 }
 

@@ -42,13 +42,13 @@ pub struct ConnVal {
     pub udp_sport: [u8; 2],
     pub udp_dport: [u8; 2],
     pub conn_id: u8,
+    pub pad: [u8; 3],
     /// `enum tiu_state` ([`State`]).
-    pub state: u8,
-    pub pad: [u8; 2],
+    pub state: u32,
 }
 
 /// `enum tiu_state`: where a connection's handshake stands (happy eyeballs, seed 003 Fig. 9.17).
-#[repr(u8)]
+#[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     /// Put by user space: TiU, no raw copies, never falls back.
@@ -61,16 +61,19 @@ pub enum State {
     Confirmed = 3,
     /// Fell back to plain TCP.
     Plain = 4,
+    /// A client's, after the server's raw SYN-ACK offering TiU came first and was held once.
+    Held = 5,
 }
 
 impl State {
-    pub fn name(v: u8) -> &'static str {
+    pub fn name(v: u32) -> &'static str {
         match v {
             0 => "fixed",
             1 => "syn_sent",
             2 => "learned",
             3 => "confirmed",
             4 => "plain",
+            5 => "held",
             _ => "unknown",
         }
     }
@@ -184,7 +187,7 @@ impl Rule {
 }
 
 /// The counters' names, in `enum tiu_stat` order.
-pub const STAT_NAMES: [&str; 22] = [
+pub const STAT_NAMES: [&str; 23] = [
     "eg_data",
     "eg_syn",
     "eg_uncarried",
@@ -207,6 +210,7 @@ pub const STAT_NAMES: [&str; 22] = [
     "alloc",
     "alloc_full",
     "in_raw_syn_held",
+    "in_no_listener",
 ];
 
 /// `TIU_COPY_MARK`: the mark of a handshake segment's TiU copy on its second pass of

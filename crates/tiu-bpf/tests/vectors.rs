@@ -167,6 +167,20 @@ fn cannot_load() -> Option<String> {
     None
 }
 
+/// Moves this test's thread into a network namespace of its own (namespaces are per thread):
+/// what the programs send with bpf_clone_redirect (the TiU copy of a handshake segment) leaves
+/// through that namespace's loopback, and the sockets a server's learning looks up are the
+/// test's own.
+fn private_netns() {
+    // SAFETY: unshare has no memory preconditions; it changes only this thread's namespace.
+    assert_eq!(
+        unsafe { libc::unshare(libc::CLONE_NEWNET) },
+        0,
+        "unshare(CLONE_NEWNET): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// The client's entry of an IPv4 connection from `sport` to port 5201 (as the client sends).
 fn client_key(ad: Addrs, sport: u16) -> ConnKey {
     ConnKey {
@@ -185,8 +199,8 @@ fn client_val(id: u8) -> ConnVal {
         udp_sport: CLIENT_UDP.to_be_bytes(),
         udp_dport: TIU_PORT.to_be_bytes(),
         conn_id: id,
+        pad: [0; 3],
         state: 0,
-        pad: [0; 2],
     }
 }
 
@@ -213,6 +227,7 @@ fn both_programs_translate_as_crates_tiu_does() {
     }
     #[cfg(not(tiu_bpf_missing))]
     {
+        private_netns();
         let r = tiu_bpf::with_loaded(TIU_PORT, |tc| {
             let mut rng = Rng(0x7469_755f_7463_0001);
             let (mut data, mut syn) = (0, 0);
@@ -285,8 +300,8 @@ fn both_programs_translate_as_crates_tiu_does() {
                                     udp_sport: TIU_PORT.to_be_bytes(),
                                     udp_dport: CLIENT_UDP.to_be_bytes(),
                                     conn_id: id,
+                                    pad: [0; 3],
                                     state: 0,
-                                    pad: [0; 2],
                                 },
                             )
                             .unwrap();
@@ -350,6 +365,7 @@ fn refusals_are_counted_and_never_translated_into_another_connection() {
         println!("SKIP: {why}");
         return;
     }
+    private_netns();
     #[cfg(not(tiu_bpf_missing))]
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         let ad = addrs(false);
@@ -424,6 +440,7 @@ fn ipv4_options_carry_data_but_not_a_syn() {
         println!("SKIP: {why}");
         return;
     }
+    private_netns();
     #[cfg(not(tiu_bpf_missing))]
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         let ad = addrs(false);
@@ -489,6 +506,7 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
         println!("SKIP: {why}");
         return;
     }
+    private_netns();
     #[cfg(not(tiu_bpf_missing))]
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         // Frames from the client (ad) arrive at the server; the server answers the other way.
@@ -500,6 +518,8 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             t[13] = if ack { 0x12 } else { 0x02 };
             t
         };
+        // A server: the programs learn only SYNs something listens for.
+        let _listener = std::net::TcpListener::bind("0.0.0.0:5201").unwrap();
         // A SYN with ID 5 for client port 50001: learned, and the SYN-ACK goes out as TiU with 5.
         let mut syn = syn_from(&mut rng, 50_001, 5, false);
         tcp_checksum(ad, &mut syn);
@@ -582,6 +602,63 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             (TC_ACT_OK, frame(false, 6, &after)),
             "plain TCP after a refusal"
         );
+        // Happy eyeballs at a client whose ID came by rule (SYN_SENT): the server's raw SYN-ACK
+        // offering TiU (its Setup option with this ID) is held once for its TiU copy, the
+        // second (after a retransmission) falls back; one without the option falls back at once.
+        use tiu_bpf::State;
+        let held_before = tc.stats().unwrap();
+        let ck7 = client_key(ad, 50_004);
+        tc.add_conn(
+            &ck7,
+            &ConnVal {
+                state: State::SynSent as u32,
+                ..client_val(7)
+            },
+        )
+        .unwrap();
+        let mut offer = syn_from(&mut rng, 5201, 7, true);
+        offer[0..4].copy_from_slice(&[0x14, 0x51, 0xc3, 0x54]); // 5201 -> 50004
+        tcp_checksum(back_ad, &mut offer);
+        let offer = frame_dir(false, 6, &offer, true);
+        assert_eq!(tc.ingress(&offer).unwrap().0, TC_ACT_SHOT, "held once");
+        assert_eq!(tc.conn(&ck7).unwrap().unwrap().state, State::Held as u32);
+        assert_eq!(
+            tc.ingress(&offer).unwrap(),
+            (TC_ACT_OK, offer.clone()),
+            "then passed"
+        );
+        assert_eq!(tc.conn(&ck7).unwrap().unwrap().state, State::Plain as u32);
+        let ck8 = client_key(ad, 50_005);
+        tc.add_conn(
+            &ck8,
+            &ConnVal {
+                state: State::SynSent as u32,
+                ..client_val(8)
+            },
+        )
+        .unwrap();
+        let mut bare = vec![0u8; 20];
+        bare[0..4].copy_from_slice(&[0x14, 0x51, 0xc3, 0x55]); // 5201 -> 50005
+        bare[12] = 5 << 4;
+        bare[13] = 0x12;
+        tcp_checksum(back_ad, &mut bare);
+        let bare = frame_dir(false, 6, &bare, true);
+        assert_eq!(tc.ingress(&bare).unwrap(), (TC_ACT_OK, bare.clone()));
+        assert_eq!(tc.conn(&ck8).unwrap().unwrap().state, State::Plain as u32);
+        let s = tc.stats().unwrap();
+        let d = tiu_bpf::named_stats(&s);
+        let got = |n: &str| tiu_bpf::stat(&s, n).unwrap() - tiu_bpf::stat(&held_before, n).unwrap();
+        assert_eq!((got("in_raw_syn_held"), got("fallback")), (1, 2), "{d:?}");
+        // A TiU SYN for a port nothing listens on: delivered (TCP resets it), nothing learned.
+        let mut lone = syn_from(&mut rng, 50_006, 9, false);
+        lone[2..4].copy_from_slice(&5999u16.to_be_bytes());
+        tcp_checksum(ad, &mut lone);
+        let dl = tcp_to_tiu(&lone, ad, (CLIENT_UDP, TIU_PORT), 9).unwrap();
+        let entries = tc.entries();
+        assert_eq!(tc.ingress(&frame(false, 17, &dl)).unwrap().0, TC_ACT_OK);
+        assert_eq!(tc.entries(), entries, "nothing learned");
+        let s = tc.stats().unwrap();
+        assert_eq!(tiu_bpf::stat(&s, "in_no_listener"), Some(1));
     })
     .unwrap();
 }
