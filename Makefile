@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc fuzz-tiu clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc bench-tiu fuzz-tiu clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -108,6 +108,12 @@ bench-linux: build
 bench-ccc: build
 	command -v iperf3 >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3) >/dev/null 2>&1
 	$(PY) bench/ccc_bpf_bench.py
+
+# TiU (root): overhead over a veth pair (throughput, CPU per Gbit/s, the tc programs' ns per packet),
+# and the ECMP demonstration (two paths of 10 and 30 Mbit/s; iperf3 and curl against lighttpd).
+bench-tiu: build
+	$(PY) bench/tiu_bench.py
+	$(PY) bench/tiu_ecmp.py
 
 clean:
 	$(CARGO) clean

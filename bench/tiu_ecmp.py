@@ -8,8 +8,9 @@ L4), r1 for client-to-server packets, r2 for the way back; each router's egress 
 tbf bottleneck (10 or 30 Mbit/s, 50 ms of queue). TiU runs on c's and s's devices (the hosts),
 never on the routers: they see UDP datagrams of one port pair when TiU is on.
 
-Clients: iperf3 -P 8 (upload, c to s) and 8 parallel curl downloads from lighttpd (s to c). Per
-path, the routers' transmit counters show where the packets went.
+Clients: two iperf3 clients at once, 4 connections each to ports 5201 and 5202 (uploads, c to s;
+with macroflow_ccc one group, priorities 1 and 2 by port), then 8 parallel curl downloads from
+lighttpd (s to c). Per path, the routers' transmit counters show where the packets went.
 
     sudo .venv/bin/python bench/tiu_ecmp.py [--seconds 10] [--out out/tiu-ecmp]
 
@@ -105,19 +106,29 @@ def macroflow(*args: str) -> str:
 
 
 def run_mode(mode: str, seconds: int, www: Path) -> dict:
+    """Uploads: two iperf3 clients at once, 4 connections each, to ports 5201 and 5202 (in the
+    tiu+ccc mode one ctrlTCP group, priority 1 and 2 by port); then 8 curl downloads."""
     before = path_pkts()
     cc = ["-C", "macroflow_ccc"] if mode == "tiu+ccc" else []
-    srv = subprocess.Popen(["ip", "netns", "exec", NS["s"], "iperf3", "-s", "-1", "-B", SERVER],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srvs = [subprocess.Popen(["ip", "netns", "exec", NS["s"], "iperf3", "-s", "-1", "-B", SERVER, "-p", str(p)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for p in (5201, 5202)]
     time.sleep(0.5)
-    up = json.loads(nsx("c", "iperf3", "-c", SERVER, "-P", "8", "-t", str(seconds), "-J", *cc, check=False).stdout)
-    if "error" in up:
-        raise RuntimeError(f"iperf3 ({mode}): {up['error']}")
-    try:
-        srv.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        srv.kill()
-        srv.wait()
+    clients = [subprocess.Popen(["ip", "netns", "exec", NS["c"], "iperf3", "-c", SERVER, "-p", str(p), "-P", "4",
+                                 "-t", str(seconds), "-J", *cc], stdout=subprocess.PIPE, text=True)
+               for p in (5201, 5202)]
+    ups = []
+    for c in clients:
+        out, _ = c.communicate(timeout=seconds + 60)
+        j = json.loads(out)
+        if "error" in j:
+            raise RuntimeError(f"iperf3 ({mode}): {j['error']}")
+        ups.append(j)
+    for srv in srvs:
+        try:
+            srv.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
     mid = path_pkts()
     # Downloads: 8 curls at once from lighttpd (the server's sockets use macroflow_ccc in the
     # tiu+ccc mode, by its route).
@@ -130,11 +141,12 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
         size, t = out.split()
         downs.append({"bytes": int(size), "s": float(t)})
     after = path_pkts()
-    streams = up["end"]["streams"]
+    streams = [s for up in ups for s in up["end"]["streams"]]
     return {
         "mode": mode,
-        "upload_bps": up["end"]["sum_received"]["bits_per_second"],
-        "upload_retransmits": up["end"]["sum_sent"].get("retransmits"),
+        "upload_bps": sum(up["end"]["sum_received"]["bits_per_second"] for up in ups),
+        "upload_retransmits": sum(up["end"]["sum_sent"].get("retransmits", 0) for up in ups),
+        "upload_by_port_bps": [up["end"]["sum_received"]["bits_per_second"] for up in ups],
         "upload_streams_bps": [s["receiver"]["bits_per_second"] for s in streams],
         "upload_mean_rtt_ms": [s["sender"].get("mean_rtt", 0) / 1000 for s in streams],
         "upload_path_pkts": {k: mid[k] - before[k] for k in ("r1a", "r1b")},
@@ -176,6 +188,10 @@ def main() -> None:
         if "macroflow_ccc" not in sh("sysctl", "-n", "net.ipv4.tcp_available_congestion_control").stdout:
             macroflow("linux", "load")
             ccc_loaded_here = True
+        # One group for the client's uploads, priority 2 for port 5202's (the server's downloads
+        # form their own group by address pair).
+        macroflow("linux", "rule", "add", "--ports", "5201", "--group", "7", "--priority", "1")
+        macroflow("linux", "rule", "add", "--ports", "5202", "--group", "7", "--priority", "2")
         # The server's connections (the downloads) by route: a namespace's default congestion
         # control cannot be set to a BPF one here (EPERM).
         sh("ip", "-n", NS["s"], "route", "replace", "default", "via", "10.83.4.1", "congctl", "macroflow_ccc")
@@ -184,20 +200,24 @@ def main() -> None:
         httpd.kill()
     finally:
         sh(str(Path(sys.executable).parent / "macroflow"), "tiu", "disable", check=False)
+        for _ in range(2):
+            sh(str(Path(sys.executable).parent / "macroflow"), "linux", "rule", "del", "0", check=False)
         if ccc_loaded_here:
             sh(str(Path(sys.executable).parent / "macroflow"), "linux", "unload", check=False)
         teardown()
         shutil.rmtree(www, ignore_errors=True)
     (out / "result.json").write_text(json.dumps(results, indent=1))
-    print(f"{'mode':8s} {'upload':>10s} {'retx':>5s} {'path A/B pkts (up)':>22s} {'path A/B pkts (down)':>22s} "
-          f"{'8 downloads':>14s}  per-stream upload Mbit/s")
+    print(f"{'mode':8s} {'upload':>8s} {'5201:5202':>10s} {'retx':>5s} {'RTT ms':>7s} {'path A/B pkts up':>18s} "
+          f"{'path A/B pkts down':>19s} {'8 downloads':>12s}  per-connection upload Mbit/s (4 to 5201, 4 to 5202)")
     for r in results:
         if "upload_bps" not in r:
             continue
         up, dn = r["upload_path_pkts"], r["download_path_pkts"]
         d_s = max(d["s"] for d in r["download"])
-        print(f"{r['mode']:8s} {r['upload_bps'] / 1e6:8.1f}Mb {r['upload_retransmits']:5d} "
-              f"{up['r1a']:>10d}/{up['r1b']:<11d} {dn['r2a']:>10d}/{dn['r2b']:<11d} {d_s:12.2f} s  "
+        p1, p2 = r["upload_by_port_bps"]
+        rtt = sum(r["upload_mean_rtt_ms"]) / len(r["upload_mean_rtt_ms"])
+        print(f"{r['mode']:8s} {r['upload_bps'] / 1e6:6.1f}Mb {p2 / p1:9.2f}x {r['upload_retransmits']:5d} {rtt:7.1f} "
+              f"{up['r1a']:>8d}/{up['r1b']:<9d} {dn['r2a']:>9d}/{dn['r2b']:<9d} {d_s:10.2f} s  "
               + " ".join(f"{b / 1e6:.1f}" for b in r["upload_streams_bps"]))
     print(results[-1]["text"])
 

@@ -156,6 +156,25 @@ static __always_inline int move(struct tiu_conn_val *c, __u32 from, __u32 to)
 	return __sync_val_compare_and_swap(&c->state, from, to) == from;
 }
 
+static __always_inline __u32 now_s(void)
+{
+	return (__u32)(bpf_ktime_get_ns() / 1000000000ULL);
+}
+
+/* Takes a closed ID entry for a new connection (compare-and-swap on closed_s: of two takers one
+ * wins); 1 if taken. */
+static __always_inline int reuse(struct tiu_id_val *e, struct tiu_id_val *nv)
+{
+	__u32 old = READ_ONCE(e->closed_s);
+
+	if (!old || __sync_val_compare_and_swap(&e->closed_s, old, 0) != old)
+		return 0;
+	e->sport = nv->sport;
+	e->dport = nv->dport;
+	e->seen = 0;
+	return 1;
+}
+
 static __always_inline void count(__u32 what)
 {
 	__u64 *c = bpf_map_lookup_elem(&stats, &what);
@@ -729,7 +748,9 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 	/* BPF_NOEXIST: of two SYNs asking for one ID at once, one wins, the other is a collision. */
 	if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) < 0) {
 		had = bpf_map_lookup_elem(&ids, &ik);
-		if (!had || had->sport != iv.sport || had->dport != iv.dport) {
+		/* An ID whose connection closed here is the peer's to give again (it closed there
+		 * too, or it would not ask for it). */
+		if (!had || ((had->sport != iv.sport || had->dport != iv.dport) && !reuse(had, &iv))) {
 			cv.conn_id = SETUP_REFUSED;
 			count(TIU_IN_COLLISION);
 		}
@@ -1063,13 +1084,15 @@ static __always_inline struct tiu_conn_val *sockops_conn(struct bpf_sock_ops *sk
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
-/* A TiU connection closed: its entries go (an ID works again, for other ports; maps do not fill).
- * The ID entry is the peer's segments' (peer, this host, the port pair swapped, the ID). */
+/* A TiU connection closed: its `conns` entry goes, its ID entry is marked closed (free again
+ * for this host after TIU_LINGER_S, for the peer's SYNs at once; maps do not fill). The ID entry
+ * is the peer's segments' (peer, this host, the port pair swapped, the ID). */
 static __always_inline void forget(struct bpf_sock_ops *skops)
 {
 	struct tiu_conn_key ck;
 	struct tiu_conn_val *cv = sockops_conn(skops, &ck);
 	struct tiu_id_key ik = {};
+	struct tiu_id_val *iv;
 
 	if (!cv)
 		return;
@@ -1079,7 +1102,11 @@ static __always_inline void forget(struct bpf_sock_ops *skops)
 	ik.udp_dport = cv->udp_sport;
 	ik.family = ck.family;
 	ik.conn_id = cv->conn_id;
-	bpf_map_delete_elem(&ids, &ik);
+	/* The ID entry lingers (closed): the peer's last segments (a FIN retransmitted because
+	 * this end's final ACK was lost) still reach the TIME_WAIT socket, whose answers go raw. */
+	iv = bpf_map_lookup_elem(&ids, &ik);
+	if (iv && iv->sport == (ck.dport) && iv->dport == (ck.sport))
+		WRITE_ONCE(iv->closed_s, now_s() + 1);
 	bpf_map_delete_elem(&conns, &ck);
 }
 
@@ -1098,9 +1125,9 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 	struct tiu_rule_key rk = {};
 	struct tiu_rule_val *r;
 	struct tiu_id_key ik = {};
-	struct tiu_id_val iv = {};
+	struct tiu_id_val iv = {}, *e;
 	struct tiu_peer_key pk = {};
-	__u32 *hint, start = 0, id = 0, i;
+	__u32 *hint, start = 0, id = 0, i, spare = MAX_CONN_ID + 1;
 	__u16 port;
 
 	if (sockops_conn(skops, &ck))
@@ -1149,15 +1176,34 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 		id = (start + i) & MAX_CONN_ID;
 		ik.conn_id = id;
 		/* Looked up first: a failing BPF_NOEXIST update of an LRU map still takes a free
-		 * node, evicting some live entry when none is left. */
-		if (bpf_map_lookup_elem(&ids, &ik))
+		 * node, evicting some live entry when none is left. An ID whose connection closed
+		 * TIU_LINGER_S ago or more is free again; one closed more lately is the spare. */
+		e = bpf_map_lookup_elem(&ids, &ik);
+		if (e) {
+			__u32 closed = READ_ONCE(e->closed_s);
+
+			if (closed && now_s() + 1 - closed >= TIU_LINGER_S && reuse(e, &iv))
+				break;
+			if (closed && spare > MAX_CONN_ID)
+				spare = id;
 			continue;
+		}
 		if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) == 0)
 			break;
 	}
 	if (i > MAX_CONN_ID) {
-		count(TIU_ALLOC_FULL);
-		return 0;
+		/* No ID free for long: one that closed lately, rather than plain TCP (lingering is
+		 * for late segments, and must not cap new connections at 32 per TIU_LINGER_S). */
+		e = 0;
+		if (spare <= MAX_CONN_ID) {
+			ik.conn_id = spare;
+			e = bpf_map_lookup_elem(&ids, &ik);
+		}
+		if (!e || !reuse(e, &iv)) {
+			count(TIU_ALLOC_FULL);
+			return 0;
+		}
+		id = spare;
 	}
 	start = (id + 1) & MAX_CONN_ID;
 	bpf_map_update_elem(&next_id, &pk, &start, BPF_ANY);

@@ -59,7 +59,12 @@ struct tiu_id_val {
 	__u16 dport;
 	__u8 seen;   /* a TiU data segment arrived (the handshake is confirmed) */
 	__u8 pad[3];
+	__u32 closed_s; /* 0: open; else 1 + the second (monotonic) its connection closed here: late
+			 * segments (a FIN retransmitted into TIME_WAIT) still pass, and the ID is
+			 * free again for this host after TIU_LINGER_S, for the peer's SYNs at once */
 };
+
+#define TIU_LINGER_S 3
 
 /* Which connections ride TiU (the `rules` LPM trie, longest prefix first): a connect() to a
  * matching destination gets a Connection ID for its host pair. data[0] is the family (4 or 6),

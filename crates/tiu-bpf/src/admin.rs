@@ -526,6 +526,11 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         }
     }
     for k in ids.keys() {
+        // Closed IDs (lingering for late segments) are not held.
+        match ids.lookup(&k, libbpf_rs::MapFlags::ANY) {
+            Ok(Some(v)) if read::<crate::IdVal>(&v).closed_s == 0 => {}
+            _ => continue,
+        }
         let k: IdKey = read(&k);
         let (peer, local) = (ip(k.family, &k.saddr), ip(k.family, &k.daddr));
         let udp = (

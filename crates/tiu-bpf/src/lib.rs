@@ -101,6 +101,8 @@ pub struct IdVal {
     /// 1 once a TiU data segment arrived.
     pub seen: u8,
     pub pad: [u8; 3],
+    /// 0: open; else 1 + the second its connection closed here (`TIU_LINGER_S`).
+    pub closed_s: u32,
 }
 
 /// `struct tiu_rule_key`: an LPM-trie key; `data[0]` the family (4 or 6), `data[1..]` the
@@ -365,11 +367,20 @@ impl Loaded<'_> {
         }))
     }
 
-    /// How many entries `conns` and `ids` hold.
+    /// How many entries `conns` holds, and how many of `ids` are open (not closed, lingering).
     pub fn entries(&self) -> (usize, usize) {
         use libbpf_rs::MapCore;
         let sk = self.skel.borrow();
-        (sk.maps.conns.keys().count(), sk.maps.ids.keys().count())
+        let open = sk
+            .maps
+            .ids
+            .keys()
+            .filter(|k| {
+                matches!(sk.maps.ids.lookup(k, libbpf_rs::MapFlags::ANY),
+                    Ok(Some(v)) if u32::from_ne_bytes(v[8..12].try_into().unwrap()) == 0)
+            })
+            .count();
+        (sk.maps.conns.keys().count(), open)
     }
 
     fn run(prog: &libbpf_rs::ProgramMut<'_>, frame: &[u8], flags: u32) -> Result<(u32, Vec<u8>)> {
