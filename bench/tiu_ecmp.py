@@ -147,12 +147,21 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
         "upload_bps": sum(up["end"]["sum_received"]["bits_per_second"] for up in ups),
         "upload_retransmits": sum(up["end"]["sum_sent"].get("retransmits", 0) for up in ups),
         "upload_by_port_bps": [up["end"]["sum_received"]["bits_per_second"] for up in ups],
+        # From 5 s on, past the start-up (the two clients start apart; the first takes the path).
+        "upload_by_port_bps_from_5s": [_rate_from(up, 5.0) for up in ups],
         "upload_streams_bps": [s["receiver"]["bits_per_second"] for s in streams],
         "upload_mean_rtt_ms": [s["sender"].get("mean_rtt", 0) / 1000 for s in streams],
         "upload_path_pkts": {k: mid[k] - before[k] for k in ("r1a", "r1b")},
         "download": downs,
         "download_path_pkts": {k: after[k] - mid[k] for k in ("r2a", "r2b")},
     }
+
+
+def _rate_from(up: dict, from_s: float) -> float:
+    """The client's sending rate (bits/s) over its intervals that start at or after from_s."""
+    ivs = [iv["sum"] for iv in up["intervals"] if iv["sum"]["start"] >= from_s - 1e-6]
+    secs = sum(iv["seconds"] for iv in ivs)
+    return sum(iv["bytes"] for iv in ivs) * 8 / secs if secs else 0.0
 
 
 def main() -> None:
@@ -172,8 +181,11 @@ def main() -> None:
     conf = www / "lighttpd.conf"
     conf.write_text(f'server.document-root = "{www}"\nserver.port = 8080\nserver.bind = "{SERVER}"\n'
                     f'server.pid-file = "{www}/pid"\n')
+    if os.path.exists("/sys/fs/bpf/macroflow_tiu"):
+        sys.exit("TiU is enabled already (`macroflow tiu disable` first): this run enables and disables it")
     results = []
     ccc_loaded_here = False
+    added_rules: list = []
     try:
         teardown()
         setup()
@@ -190,8 +202,9 @@ def main() -> None:
             ccc_loaded_here = True
         # One group for the client's uploads, priority 2 for port 5202's (the server's downloads
         # form their own group by address pair).
-        macroflow("linux", "rule", "add", "--ports", "5201", "--group", "7", "--priority", "1")
-        macroflow("linux", "rule", "add", "--ports", "5202", "--group", "7", "--priority", "2")
+        for port, prio in (("5201", "1"), ("5202", "2")):
+            said = macroflow("linux", "rule", "add", "--ports", port, "--group", "7", "--priority", prio)
+            added_rules.append(int(said.split()[1]))  # "rule N added"
         # The server's connections (the downloads) by route: a namespace's default congestion
         # control cannot be set to a BPF one here (EPERM).
         sh("ip", "-n", NS["s"], "route", "replace", "default", "via", "10.83.4.1", "congctl", "macroflow_ccc")
@@ -200,25 +213,26 @@ def main() -> None:
         httpd.kill()
     finally:
         sh(str(Path(sys.executable).parent / "macroflow"), "tiu", "disable", check=False)
-        for _ in range(2):
-            sh(str(Path(sys.executable).parent / "macroflow"), "linux", "rule", "del", "0", check=False)
+        for i in sorted(added_rules, reverse=True):  # only this run's rules
+            sh(str(Path(sys.executable).parent / "macroflow"), "linux", "rule", "del", str(i), check=False)
         if ccc_loaded_here:
             sh(str(Path(sys.executable).parent / "macroflow"), "linux", "unload", check=False)
         teardown()
         shutil.rmtree(www, ignore_errors=True)
     (out / "result.json").write_text(json.dumps(results, indent=1))
-    print(f"{'mode':8s} {'upload':>8s} {'5201:5202':>10s} {'retx':>5s} {'RTT ms':>7s} {'path A/B pkts up':>18s} "
+    print(f"{'mode':8s} {'upload':>8s} {'5202:5201*':>10s} {'retx':>5s} {'RTT ms':>7s} {'path A/B pkts up':>18s} "
           f"{'path A/B pkts down':>19s} {'8 downloads':>12s}  per-connection upload Mbit/s (4 to 5201, 4 to 5202)")
     for r in results:
         if "upload_bps" not in r:
             continue
         up, dn = r["upload_path_pkts"], r["download_path_pkts"]
         d_s = max(d["s"] for d in r["download"])
-        p1, p2 = r["upload_by_port_bps"]
+        p1, p2 = r["upload_by_port_bps_from_5s"]
         rtt = sum(r["upload_mean_rtt_ms"]) / len(r["upload_mean_rtt_ms"])
         print(f"{r['mode']:8s} {r['upload_bps'] / 1e6:6.1f}Mb {p2 / p1:9.2f}x {r['upload_retransmits']:5d} {rtt:7.1f} "
               f"{up['r1a']:>8d}/{up['r1b']:<9d} {dn['r2a']:>9d}/{dn['r2b']:<9d} {d_s:10.2f} s  "
               + " ".join(f"{b / 1e6:.1f}" for b in r["upload_streams_bps"]))
+    print("* the rate ratio from 5 s on (with macroflow_ccc the priorities are 1 and 2)")
     print(results[-1]["text"])
 
 

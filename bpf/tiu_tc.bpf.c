@@ -85,7 +85,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* handshakes that never complete age out */
-	__uint(max_entries, 4096);
+	__uint(max_entries, 65536); /* closed IDs linger here: evicted first (least used) */
 	__type(key, struct tiu_id_key);
 	__type(value, struct tiu_id_val);
 } ids SEC(".maps");
@@ -117,6 +117,15 @@ struct {
 	__type(key, struct tiu_peer_key);
 	__type(value, __u32);
 } next_id SEC(".maps");
+
+/* Raw SYNs held once (the four-tuple as received -> the SYN's sequence number): a connection's
+ * retransmitted raw SYN passes, whatever the peer's freshness (its TiU copy did not come). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tiu_conn_key);
+	__type(value, __u32);
+} held_syns SEC(".maps");
 
 #define PEER_REFRESH_NS 50000000ULL /* 50 ms */
 #define PEER_FRESH_NS 1000000000ULL /* 1 s: a SYN retransmission's wait */
@@ -397,6 +406,22 @@ static __always_inline int find_setup(struct __sk_buff *skb, __u32 off, __u32 le
 }
 
 /*
+ * An IPv6 datagram's flow label goes to 0: the stack set it from the TCP socket's hash, and an
+ * ECMP hash over addresses and flow label (Linux's default for IPv6, RFC 6438 routers) would
+ * spread one host pair's TiU datagrams over paths as it spread its connections. (No checksum
+ * covers it; egress only.)
+ */
+static __always_inline void flat_flow_label(struct __sk_buff *skb, struct where *w)
+{
+	__u32 w0;
+
+	if (w->family != TIU_AF_INET6 || bpf_skb_load_bytes(skb, w->l3, &w0, 4) < 0)
+		return;
+	w0 &= bpf_htonl(0xfff00000);
+	bpf_skb_store_bytes(skb, w->l3, &w0, 4, 0);
+}
+
+/*
  * Egress of a segment whose TCP checksum the stack has left for later (CHECKSUM_PARTIAL: every
  * locally sent TCP segment; the device or validate_xmit_skb finishes it after tc). The field holds
  * only the pseudo-header's sum, so nothing can be carried over: the UDP checksum is summed here
@@ -477,6 +502,7 @@ static __always_inline int egress_partial(struct __sk_buff *skb, struct sk_buff 
 	 * be taken for its five-tuple's: by the next hop's ECMP when a veth carries it into a
 	 * router namespace (fib_multipath_hash uses an skb's L4 hash as is), by queue selection,
 	 * RPS. It described the TCP ports: computed anew from the UDP header. */
+	flat_flow_label(skb, w);
 	bpf_set_hash_invalid(skb);
 	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
 	return TC_ACT_OK;
@@ -640,9 +666,47 @@ int tiu_egress(struct __sk_buff *skb)
 	 * be taken for its five-tuple's: by the next hop's ECMP when a veth carries it into a
 	 * router namespace (fib_multipath_hash uses an skb's L4 hash as is), by queue selection,
 	 * RPS. It described the TCP ports: computed anew from the UDP header. */
+	flat_flow_label(skb, &w);
 	bpf_set_hash_invalid(skb);
 	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
 	return TC_ACT_OK;
+}
+
+/*
+ * An open ID entry held for ports that have no connection here (a handshake that never
+ * completed: no close callback removed it) is taken over for `nv`; 1 if it was.
+ */
+static __always_inline int orphaned(struct __sk_buff *skb, struct where *w, struct tiu_id_val *e,
+				    struct tiu_id_val *nv)
+{
+	struct bpf_sock_tuple tup = {};
+	struct bpf_sock *sk;
+	__u32 sz, st;
+
+	if (w->family == TIU_AF_INET) {
+		tup.ipv4.saddr = w->saddr[0];
+		tup.ipv4.daddr = w->daddr[0];
+		tup.ipv4.sport = e->sport;
+		tup.ipv4.dport = e->dport;
+		sz = sizeof(tup.ipv4);
+	} else {
+		__builtin_memcpy(tup.ipv6.saddr, w->saddr, 16);
+		__builtin_memcpy(tup.ipv6.daddr, w->daddr, 16);
+		tup.ipv6.sport = e->sport;
+		tup.ipv6.dport = e->dport;
+		sz = sizeof(tup.ipv6);
+	}
+	sk = bpf_skc_lookup_tcp(skb, &tup, sz, BPF_F_CURRENT_NETNS, 0);
+	if (sk) {
+		st = sk->state;
+		bpf_sk_release(sk);
+		if (st != BPF_TCP_LISTEN)
+			return 0; /* a live connection (or its request, or TIME_WAIT) */
+	}
+	e->sport = nv->sport;
+	e->dport = nv->dport;
+	e->seen = 0;
+	return 1;
 }
 
 /*
@@ -697,18 +761,33 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 			bpf_map_delete_elem(&conns, &ck);
 			return 0;
 		}
+		/* The ID entry first, then the state: an allocated connection's entry is written
+		 * through (an update would take an LRU node first), a listed one's is made here. If
+		 * neither works, the connection goes on as plain TCP rather than hang confirmed. */
+		had = bpf_map_lookup_elem(&ids, &ik);
+		if (had) {
+			had->sport = iv.sport;
+			had->dport = iv.dport;
+			WRITE_ONCE(had->closed_s, 0);
+		} else if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) < 0) {
+			WRITE_ONCE(mine->state, TIU_ST_PLAIN);
+			count(TIU_IN_ERROR);
+			return 0;
+		}
 		if (!move(mine, TIU_ST_SYN_SENT, TIU_ST_CONFIRMED) &&
 		    !move(mine, TIU_ST_HELD, TIU_ST_CONFIRMED) &&
 		    READ_ONCE(mine->state) == TIU_ST_PLAIN)
 			return -3; /* fell back meanwhile, on the other CPU */
-		/* An allocated connection's ID entry exists (BPF_EXIST: one its connection's close
-		 * removed meanwhile is not brought back); a listed one's is made here. */
-		return bpf_map_update_elem(&ids, &ik, &iv,
-					   READ_ONCE(mine->state) == TIU_ST_FIXED ? BPF_ANY : BPF_EXIST) < 0 ? -2 : 0;
+		return 0;
 	}
-	/* A SYN for a port nothing listens on teaches nothing (TCP answers it with a reset, raw);
-	 * one for a connection that exists already (a late TiU copy: the raw one won) is a
-	 * duplicate. Learning either would leave entries no socket ever removes. */
+	/*
+	 * A SYN for a port nothing listens on teaches nothing (TCP answers it with a reset, raw);
+	 * one for a connection that is established (a late TiU copy: the raw one won) is a
+	 * duplicate. Learning either would leave entries no socket ever removes. A SYN meeting
+	 * only the listener (or a TIME_WAIT socket, which TCP lets a new SYN replace) while an
+	 * entry exists for its four-tuple: that entry is stale (a handshake that never
+	 * completed gets no close callback), and goes.
+	 */
 	{
 		struct bpf_sock_tuple tup = {};
 		struct bpf_sock *sk;
@@ -732,28 +811,46 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 			return -4;
 		st = sk->state;
 		bpf_sk_release(sk);
-		if (st != BPF_TCP_LISTEN && st != BPF_TCP_NEW_SYN_RECV)
+		if (st != BPF_TCP_LISTEN && st != BPF_TCP_NEW_SYN_RECV && st != BPF_TCP_TIME_WAIT)
 			return -3;
+		if (mine && st != BPF_TCP_NEW_SYN_RECV) {
+			struct tiu_id_key old = ik;
+
+			old.conn_id = mine->conn_id;
+			had = bpf_map_lookup_elem(&ids, &old);
+			if (had && had->sport == iv.sport && had->dport == iv.dport)
+				WRITE_ONCE(had->closed_s, now_s() + 1);
+			bpf_map_delete_elem(&conns, &ck);
+			mine = 0;
+		}
 	}
 	cv.udp_sport = u[0] >> 16;
 	cv.udp_dport = u[0] & 0xffff;
 	cv.conn_id = id;
 	cv.state = TIU_ST_LEARNED;
 	if (mine) {
-		/* This connection is known: a retransmitted SYN changes nothing, and a SYN that would
-		 * move it to another port pair or ID (spoofed, or a stale entry) is dropped. */
+		/* This handshake is known: a retransmitted SYN changes nothing, and a SYN that would
+		 * move it to another port pair or ID (spoofed) is dropped. */
 		return mine->udp_sport == cv.udp_sport && mine->udp_dport == cv.udp_dport &&
 		       mine->conn_id == cv.conn_id ? 0 : -2;
 	}
-	/* BPF_NOEXIST: of two SYNs asking for one ID at once, one wins, the other is a collision. */
-	if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) < 0) {
-		had = bpf_map_lookup_elem(&ids, &ik);
-		/* An ID whose connection closed here is the peer's to give again (it closed there
-		 * too, or it would not ask for it). */
-		if (!had || ((had->sport != iv.sport || had->dport != iv.dport) && !reuse(had, &iv))) {
+	/* Looked up first (a failing BPF_NOEXIST update of an LRU map still takes a node); of two
+	 * SYNs asking for one free ID at once, BPF_NOEXIST lets one win, the other collides. */
+	had = bpf_map_lookup_elem(&ids, &ik);
+	if (had) {
+		if (had->sport == iv.sport && had->dport == iv.dport) {
+			/* This four-tuple's own ID again (a reconnect): open once more. */
+			if (READ_ONCE(had->closed_s))
+				reuse(had, &iv);
+		} else if (!reuse(had, &iv) && !orphaned(skb, w, had, &iv)) {
+			/* Held for other ports: a collision, unless that connection closed here (the
+			 * peer closed it too, or it would not ask) or never became a socket. */
 			cv.conn_id = SETUP_REFUSED;
 			count(TIU_IN_COLLISION);
 		}
+	} else if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) < 0) {
+		cv.conn_id = SETUP_REFUSED;
+		count(TIU_IN_COLLISION);
 	}
 	return bpf_map_update_elem(&conns, &ck, &cv, BPF_ANY);
 }
@@ -792,11 +889,14 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 		 * arrived within the last second: its TiU copy is on the way, queued behind others on
 		 * the TiU path (over ECMP the raw copy takes another path, and a burst of SYNs queues
 		 * on the TiU one; answering the raw SYN would turn the connection plain). Dropped, so
-		 * the TiU copy wins. If the UDP path broke just now, the connection loses one SYN
-		 * retransmission (1 s), after which the peer is no longer fresh.
+		 * the TiU copy wins. Once per connection: if its TiU copy never comes (the UDP path
+		 * broke just now, a lost datagram, a SYN TiU cannot carry), the SYN retransmitted a
+		 * second later passes and the connection runs plain.
 		 */
 		struct tiu_peer_key pk = {};
+		struct tiu_conn_key hk = {};
 		__u64 *last;
+		__u32 *seq;
 		int setup;
 
 		if ((flags & (TCP_SYN | TCP_ACK)) != TCP_SYN)
@@ -810,6 +910,17 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 		setup = find_setup(skb, w->l4 + 20, (((__u8 *)t)[12] >> 4) * 4 - 20);
 		if (setup < 0 || setup > MAX_CONN_ID)
 			return TC_ACT_OK;
+		__builtin_memcpy(hk.saddr, w->saddr, 16);
+		__builtin_memcpy(hk.daddr, w->daddr, 16);
+		hk.sport = t[0] & 0xffff;
+		hk.dport = t[0] >> 16;
+		hk.family = w->family;
+		seq = bpf_map_lookup_elem(&held_syns, &hk);
+		if (seq && *seq == t[1]) {
+			bpf_map_delete_elem(&held_syns, &hk);
+			return TC_ACT_OK;
+		}
+		bpf_map_update_elem(&held_syns, &hk, &t[1], BPF_ANY);
 		count(TIU_IN_RAW_SYN_HELD);
 		return TC_ACT_SHOT;
 	}
@@ -828,8 +939,13 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 				count(TIU_IN_RAW_SYN_HELD);
 				return TC_ACT_SHOT;
 			}
-			if (move(c, st, TIU_ST_PLAIN))
+			if (move(c, TIU_ST_SYN_SENT, TIU_ST_PLAIN) || move(c, TIU_ST_HELD, TIU_ST_PLAIN)) {
 				count(TIU_FALLBACK);
+			} else if (READ_ONCE(c->state) == TIU_ST_CONFIRMED) {
+				/* The TiU answer won meanwhile, on the other CPU. */
+				count(TIU_IN_DUP_HANDSHAKE);
+				return TC_ACT_SHOT;
+			}
 		} else if (st == TIU_ST_CONFIRMED) {
 			count(TIU_IN_DUP_HANDSHAKE);
 			return TC_ACT_SHOT;
@@ -1264,16 +1380,14 @@ int tiu_sockops(struct bpf_sock_ops *skops)
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
 		/* Only SYNs carry the option: no more header callbacks. Every connection's end is
-		 * watched, not only those in `conns` now: a late TiU SYN can teach the server a
-		 * connection after it was established (its entries go when it closes). */
+		 * watched, not only those in `conns` now (cheap: a lookup at each state change). */
 		bpf_sock_ops_cb_flags_set(skops, (skops->bpf_sock_ops_cb_flags &
 						  ~BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG) |
 					  BPF_SOCK_OPS_STATE_CB_FLAG);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
-		/* args[1] is the new state. Deleting at TCP_CLOSE (also when the socket hands over
-		 * to TIME_WAIT) means a FIN retransmitted into TIME_WAIT is dropped as an unknown ID;
-		 * the peer's FIN_WAIT then ends by its timer. */
+		/* args[1] is the new state; TCP_CLOSE also when the socket hands over to TIME_WAIT
+		 * (whose late segments the lingering ID entry still lets in). */
 		if (skops->args[1] == BPF_TCP_CLOSE)
 			forget(skops);
 		break;

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from typing import Iterator, Tuple
 
@@ -91,6 +92,12 @@ def test_enable_status_and_disable_through_the_cli(pair: Tuple[str, str]) -> Non
     assert "10.84.0.2/32: TiU" in r.output and "10.84.1.0/24 ports 22-22: never TiU" in r.output, r.output
     # Three connections, one after another, echo intact.
     srv = subprocess.Popen(["ip", "netns", "exec", b, "python3", "-c", SERVER])
+    # Until it listens (a connect() before would be refused, and counted).
+    for _ in range(100):
+        if subprocess.run(["ip", "netns", "exec", b, "ss", "-ltnH", "sport", "=", ":5201"],
+                          capture_output=True, text=True).stdout.strip():
+            break
+        time.sleep(0.05)
     try:
         out = subprocess.run(["ip", "netns", "exec", a, "timeout", "20", "python3", "-c", CLIENT],
                              capture_output=True, text=True)

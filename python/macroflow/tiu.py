@@ -85,10 +85,12 @@ def rule_add(prefix: str, ports: Optional[Tuple[int, int]] = None, mark: int = 0
     """Connections to ``prefix`` (and a port in ``ports``, and SO_MARK ``mark`` if not 0) ride
     TiU (``tiu=False``: never). Replaces the rule for the same prefix."""
     if ports is not None:
-        ports = tuple(int(p) for p in ports)
+        if any(isinstance(p, bool) or not isinstance(p, int) for p in ports):
+            raise ValueError(f"ports must be whole numbers, got {ports}")
+        ports = tuple(ports)
     if ports is not None and (len(ports) != 2 or not (0 < ports[0] <= ports[1] < 65536)):
         raise ValueError(f"ports must be LO-HI within 1-65535, got {ports}")
-    if not 0 <= mark < 2**32:
+    if isinstance(mark, bool) or not isinstance(mark, int) or not 0 <= mark < 2**32:
         raise ValueError(f"mark must be a 32-bit value, got {mark}")
     _native._tiu_rule_add(str(prefix), ports, int(mark), bool(tiu))
 
@@ -126,6 +128,8 @@ def format_status(st: Dict[str, Any]) -> str:
                  % (c["fallback"], c["eg_fallen_back"], c["eg_raw_copy"], c["in_dup_handshake"]))
     lines.append("IDs: %d allocated, %d connect()s found all 32 taken (plain TCP), %d collisions refused"
                  % (c["alloc"], c["alloc_full"], c["in_collision"]))
+    lines.append("held for their TiU copy: %d raw SYNs and SYN-ACKs; %d TiU SYNs nothing listened for"
+                 % (c["in_raw_syn_held"], c["in_no_listener"]))
     rejected = {k: v for k, v in c.items() if k in (
         "in_no_checksum", "in_unknown_id", "in_malformed", "in_error", "in_unfinished", "in_refused_syn",
         "eg_uncarried", "eg_no_setup", "eg_error", "in_not_tiu") and v}

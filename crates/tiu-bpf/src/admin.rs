@@ -259,21 +259,9 @@ fn load_and_pin(_o: &EnableOptions) -> Result<()> {
 
 #[cfg(not(tiu_bpf_missing))]
 fn load_and_pin(o: &EnableOptions) -> Result<()> {
-    use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-    use std::mem::MaybeUninit;
     ensure_bpffs()?;
-    let mut object = MaybeUninit::uninit();
-    let mut open = crate::skel::TiuTcSkelBuilder::default()
-        .open(&mut object)
-        .map_err(|e| Error(format!("opening the BPF object: {e}")))?;
-    open.maps
-        .rodata_data
-        .as_deref_mut()
-        .ok_or_else(|| Error("the program's read-only data is not mapped".into()))?
-        .cfg_tiu_port = o.port.to_be();
-    let mut sk = open
-        .load()
-        .map_err(|e| Error(format!("loading (the verifier's log is above): {e}")))?;
+    let mut object = std::mem::MaybeUninit::uninit();
+    let mut sk = crate::load(&mut object, o.port)?;
     let cg = std::fs::File::open(&o.cgroup)
         .map_err(|e| Error(format!("opening the cgroup {}: {e}", o.cgroup.display())))?;
     let pin = |sk: &mut crate::skel::TiuTcSkel<'_>| -> Result<()> {
@@ -390,8 +378,16 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
             ] {
                 let mut b = libbpf_rs::TcHookBuilder::new(eg.as_fd());
                 b.ifindex(idx).handle(1).priority(1);
-                if let Err(e) = b.hook(point).detach() {
-                    errors.push(format!("{name}: {e}"));
+                match b.hook(point).detach() {
+                    // Not attached (any more): the filter (ENOENT) or the clsact qdisc
+                    // (EINVAL) is gone already, say by an earlier, partial disable.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            libbpf_rs::ErrorKind::NotFound | libbpf_rs::ErrorKind::InvalidInput
+                        ) => {}
+                    Err(e) => errors.push(format!("{name}: {e}")),
+                    Ok(()) => {}
                 }
             }
             if errors.is_empty() {
@@ -628,7 +624,7 @@ pub fn parse_prefix(s: &str) -> Result<(std::net::IpAddr, u8)> {
         .parse()
         .map_err(|_| Error(format!("not an address: {a:?}")))?;
     let max = if addr.is_ipv4() { 32 } else { 128 };
-    let len = if l.is_empty() {
+    let len = if l.is_empty() && !s.contains('/') {
         max
     } else {
         l.parse::<u8>()

@@ -507,25 +507,31 @@ impl Loaded<'_> {
     }
 }
 
-/// Loads both programs with `tiu_port` (host byte order) as the TiU UDP port, not attached to any
-/// device, and runs `f` with them; they are unloaded when it returns.
+/// Opens and loads the object with `tiu_port` (host byte order) as the TiU UDP port.
 #[cfg(not(tiu_bpf_missing))]
-pub fn with_loaded<R>(tiu_port: u16, f: impl FnOnce(&Loaded<'_>) -> R) -> Result<R> {
+pub(crate) fn load(
+    object: &mut std::mem::MaybeUninit<libbpf_rs::OpenObject>,
+    tiu_port: u16,
+) -> Result<skel::TiuTcSkel<'_>> {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-    use std::mem::MaybeUninit;
-
-    let mut object = MaybeUninit::uninit();
     let mut open = skel::TiuTcSkelBuilder::default()
-        .open(&mut object)
+        .open(object)
         .map_err(|e| Error(format!("opening the BPF object: {e}")))?;
     open.maps
         .rodata_data
         .as_deref_mut()
         .ok_or_else(|| Error("the program's read-only data is not mapped".into()))?
         .cfg_tiu_port = tiu_port.to_be();
-    let skel = open
-        .load()
-        .map_err(|e| Error(format!("loading (the verifier's log is above): {e}")))?;
+    open.load()
+        .map_err(|e| Error(format!("loading (the verifier's log is above): {e}")))
+}
+
+/// Loads both programs with `tiu_port` (host byte order) as the TiU UDP port, not attached to any
+/// device, and runs `f` with them; they are unloaded when it returns.
+#[cfg(not(tiu_bpf_missing))]
+pub fn with_loaded<R>(tiu_port: u16, f: impl FnOnce(&Loaded<'_>) -> R) -> Result<R> {
+    let mut object = std::mem::MaybeUninit::uninit();
+    let skel = load(&mut object, tiu_port)?;
     let loaded = Loaded {
         skel: std::cell::RefCell::new(skel),
     };

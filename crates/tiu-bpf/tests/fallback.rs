@@ -130,7 +130,11 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
                     .unwrap(),
             );
             std::thread::sleep(Duration::from_millis(300));
-            let run = |n: usize, together: bool| -> (Vec<f64>, u64, Vec<u64>, (usize, usize)) {
+            let run_to = |port: u16,
+                          n: usize,
+                          together: bool|
+             -> (Vec<f64>, u64, Vec<u64>, (usize, usize)) {
+                let client = CLIENT.replace("5201", &port.to_string());
                 let before = tc.stats().unwrap();
                 let out = bed
                     .in_cgroup(&[
@@ -142,7 +146,7 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
                         "60",
                         "python3",
                         "-c",
-                        CLIENT,
+                        &client,
                         &n.to_string(),
                         if together { "1" } else { "0" },
                     ])
@@ -168,6 +172,7 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
                     tc.entries(),
                 )
             };
+            let run = |n: usize, together: bool| run_to(5201, n, together);
             let mut out = Vec::new();
             out.push(("plain", run(20, false)));
             tc.add_rule(&Rule {
@@ -229,44 +234,7 @@ fn connections_fall_back_to_plain_tcp_at_once_and_the_33rd_runs_plain() {
             );
             std::thread::sleep(Duration::from_millis(300));
             let _link = tc.attach_sockops(&bed.cgroup.join("t")).unwrap();
-            let run_late = || {
-                let before = tc.stats().unwrap();
-                let out = bed
-                    .in_cgroup(&[
-                        "ip",
-                        "netns",
-                        "exec",
-                        &a,
-                        "timeout",
-                        "60",
-                        "python3",
-                        "-c",
-                        &CLIENT.replace("5201", "5202"),
-                        "5",
-                        "0",
-                    ])
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "client: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-                std::thread::sleep(Duration::from_millis(300));
-                let times = v["times"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|t| t.as_f64().unwrap())
-                    .collect();
-                (
-                    times,
-                    v["ok"].as_u64().unwrap(),
-                    delta(&tc.stats().unwrap(), &before),
-                    tc.entries(),
-                )
-            };
+            let run_late = || run_to(5202, 5, false);
             out.push(("listener older than TiU", run_late()));
             let upgraded = tc.upgrade_listeners(Some(&b)).unwrap();
             out.push(("the same, after the listener iterator", run_late()));

@@ -548,6 +548,39 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
             tc.ingress(&frame(false, 17, &dd)).unwrap(),
             (TC_ACT_OK, frame(false, 6, &backd.tcp))
         );
+        // The connection of ID 5 becomes real (a socket pair over this namespace's loopback
+        // with the frames' addresses and ports): an ID held for a connection that never became
+        // a socket would be taken over (a handshake that never completed leaves no close).
+        for cmd in [
+            &["ip", "link", "set", "lo", "up"][..],
+            &["ip", "addr", "add", "10.0.1.2/32", "dev", "lo"],
+            &["ip", "addr", "add", "10.0.2.3/32", "dev", "lo"],
+        ] {
+            assert!(
+                std::process::Command::new(cmd[0])
+                    .args(&cmd[1..])
+                    .status()
+                    .unwrap()
+                    .success(),
+                "{cmd:?}"
+            );
+        }
+        let live =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        live.bind(
+            &"10.0.1.2:50001"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
+        live.connect(
+            &"10.0.2.3:5201"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
         // Another SYN asking for ID 5 for client port 50002: a collision. The server's answer
         // carries 255, and its segments of that connection go as plain TCP.
         let mut syn2 = syn_from(&mut rng, 50_002, 5, false);
