@@ -673,11 +673,11 @@ int tiu_egress(struct __sk_buff *skb)
 }
 
 /*
- * An open ID entry held for ports that have no connection here (a handshake that never
- * completed: no close callback removed it) is taken over for `nv`; 1 if it was.
+ * The state of the socket this host has for a segment from the peer (w's addresses as they
+ * arrive) with TCP ports `sport` -> `dport` (network order): the connection's, else a listener's;
+ * -1 if there is none.
  */
-static __always_inline int orphaned(struct __sk_buff *skb, struct where *w, struct tiu_id_val *e,
-				    struct tiu_id_val *nv)
+static __always_inline int sock_state(struct __sk_buff *skb, struct where *w, __u16 sport, __u16 dport)
 {
 	struct bpf_sock_tuple tup = {};
 	struct bpf_sock *sk;
@@ -686,23 +686,35 @@ static __always_inline int orphaned(struct __sk_buff *skb, struct where *w, stru
 	if (w->family == TIU_AF_INET) {
 		tup.ipv4.saddr = w->saddr[0];
 		tup.ipv4.daddr = w->daddr[0];
-		tup.ipv4.sport = e->sport;
-		tup.ipv4.dport = e->dport;
+		tup.ipv4.sport = sport;
+		tup.ipv4.dport = dport;
 		sz = sizeof(tup.ipv4);
 	} else {
 		__builtin_memcpy(tup.ipv6.saddr, w->saddr, 16);
 		__builtin_memcpy(tup.ipv6.daddr, w->daddr, 16);
-		tup.ipv6.sport = e->sport;
-		tup.ipv6.dport = e->dport;
+		tup.ipv6.sport = sport;
+		tup.ipv6.dport = dport;
 		sz = sizeof(tup.ipv6);
 	}
 	sk = bpf_skc_lookup_tcp(skb, &tup, sz, BPF_F_CURRENT_NETNS, 0);
-	if (sk) {
-		st = sk->state;
-		bpf_sk_release(sk);
-		if (st != BPF_TCP_LISTEN)
-			return 0; /* a live connection (or its request, or TIME_WAIT) */
-	}
+	if (!sk)
+		return -1;
+	st = sk->state;
+	bpf_sk_release(sk);
+	return st;
+}
+
+/*
+ * An open ID entry held for ports that have no connection here (a handshake that never
+ * completed: no close callback removed it) is taken over for `nv`; 1 if it was.
+ */
+static __always_inline int orphaned(struct __sk_buff *skb, struct where *w, struct tiu_id_val *e,
+				    struct tiu_id_val *nv)
+{
+	int st = sock_state(skb, w, e->sport, e->dport);
+
+	if (st >= 0 && st != BPF_TCP_LISTEN)
+		return 0; /* a live connection (or its request, or TIME_WAIT) */
 	e->sport = nv->sport;
 	e->dport = nv->dport;
 	e->seen = 0;
@@ -789,28 +801,10 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 	 * completed gets no close callback), and goes.
 	 */
 	{
-		struct bpf_sock_tuple tup = {};
-		struct bpf_sock *sk;
-		__u32 sz, st;
+		int st = sock_state(skb, w, iv.sport, iv.dport);
 
-		if (w->family == TIU_AF_INET) {
-			tup.ipv4.saddr = w->saddr[0];
-			tup.ipv4.daddr = w->daddr[0];
-			tup.ipv4.sport = iv.sport;
-			tup.ipv4.dport = iv.dport;
-			sz = sizeof(tup.ipv4);
-		} else {
-			__builtin_memcpy(tup.ipv6.saddr, w->saddr, 16);
-			__builtin_memcpy(tup.ipv6.daddr, w->daddr, 16);
-			tup.ipv6.sport = iv.sport;
-			tup.ipv6.dport = iv.dport;
-			sz = sizeof(tup.ipv6);
-		}
-		sk = bpf_skc_lookup_tcp(skb, &tup, sz, BPF_F_CURRENT_NETNS, 0);
-		if (!sk)
+		if (st < 0)
 			return -4;
-		st = sk->state;
-		bpf_sk_release(sk);
 		if (st != BPF_TCP_LISTEN && st != BPF_TCP_NEW_SYN_RECV && st != BPF_TCP_TIME_WAIT)
 			return -3;
 		if (mine && st != BPF_TCP_NEW_SYN_RECV) {

@@ -155,7 +155,8 @@ fn segment(r: &mut Rng, sport: u16, dport: u16, id: u8) -> Vec<u8> {
 }
 
 /// Why the programs cannot be loaded here, if they cannot: not in this build, or not root
-/// (BPF_PROG_LOAD of a tc program needs CAP_BPF and CAP_NET_ADMIN).
+/// (BPF_PROG_LOAD of a tc program needs CAP_BPF and CAP_NET_ADMIN). If they can, the test's
+/// thread is moved into a network namespace of its own first ([`private_netns`]).
 fn cannot_load() -> Option<String> {
     if let Some(why) = tiu_bpf::missing() {
         return Some(format!("tiu_tc is not in this build: {why}"));
@@ -164,6 +165,7 @@ fn cannot_load() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root: loading tc programs needs CAP_BPF and CAP_NET_ADMIN".into());
     }
+    private_netns();
     None
 }
 
@@ -227,7 +229,6 @@ fn both_programs_translate_as_crates_tiu_does() {
     }
     #[cfg(not(tiu_bpf_missing))]
     {
-        private_netns();
         let r = tiu_bpf::with_loaded(TIU_PORT, |tc| {
             let mut rng = Rng(0x7469_755f_7463_0001);
             let (mut data, mut syn) = (0, 0);
@@ -365,7 +366,6 @@ fn refusals_are_counted_and_never_translated_into_another_connection() {
         println!("SKIP: {why}");
         return;
     }
-    private_netns();
     #[cfg(not(tiu_bpf_missing))]
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         let ad = addrs(false);
@@ -440,7 +440,6 @@ fn ipv4_options_carry_data_but_not_a_syn() {
         println!("SKIP: {why}");
         return;
     }
-    private_netns();
     #[cfg(not(tiu_bpf_missing))]
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         let ad = addrs(false);
@@ -506,7 +505,6 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
         println!("SKIP: {why}");
         return;
     }
-    private_netns();
     #[cfg(not(tiu_bpf_missing))]
     tiu_bpf::with_loaded(TIU_PORT, |tc| {
         // Frames from the client (ad) arrive at the server; the server answers the other way.

@@ -159,7 +159,7 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
             assert_eq!(
                 left,
                 (0, 0),
-                "a closed connection's entries go on both ends"
+                "a closed connection leaves no conns entry and no open ID on either end"
             );
             for n in [
                 "eg_error",
