@@ -120,8 +120,9 @@ struct ccc_member {
 	__u8 ssbit;        /* timed out and not yet back at its share */
 	__u8 rto_pending;  /* timed out and not heard from since */
 	__u8 handover;     /* in ack-clocked handover (the Rust's Some(Handover)) */
-	__u32 seen_s;      /* the glue's, not the core's: when its connection last reported (s); the
-			    * core moves it with the member and never reads it */
+	__u32 seen_s;      /* the glue's, not the core's: when its connection was last heard from
+			    * (a report or an ACK of its data, s); the core moves it with the member
+			    * and never reads it */
 };
 
 /* One coupled group (Rust `Ccc<Int>`). Plain data: embed it in a map value. */

@@ -65,8 +65,8 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 /* Set by the loader before load (macroflow linux load --no-handover / --max-burst). */
 const volatile __u32 cfg_handover = 1;
-/* A member that has not reported for this long (s) is taken out of its group by another member's
- * report or a joiner (0: never). Its socket is gone if the kernel skipped its release (seen here,
+/* A member not heard from (no report, no ACK of its data) for this long (s) is taken out of its
+ * group by another member's ACK or a joiner (0: never). Its socket is gone if the kernel skipped its release (seen here,
  * see all_acked_after_close); if it is alive but was idle, it rejoins at its next report. */
 const volatile __u32 cfg_stale_s = 30;
 const volatile __u64 cfg_max_burst_pkts = 0;
@@ -140,10 +140,15 @@ static __always_inline struct inet_connection_sock *inet_csk(const struct sock *
 	return (struct inet_connection_sock *)sk;
 }
 
-static __always_inline void count(int i)
+static __always_inline void count_n(int i, __u64 n)
 {
 	if (i >= 0 && i < MF_NSTATS)
-		__sync_fetch_and_add(&stats[i], 1);
+		__sync_fetch_and_add(&stats[i], n);
+}
+
+static __always_inline void count(int i)
+{
+	count_n(i, 1);
 }
 
 /* ---- Grouping ------------------------------------------------------------------------------ */
@@ -176,28 +181,69 @@ static __always_inline __u64 sock_cgroup_id(struct sock *sk)
 	return BPF_CORE_READ(cg, kn, id);
 }
 
+/* One pass over the rules, as a bpf_loop callback: the verifier walks one rule, not 64 unrolled
+ * copies in every program that classifies (init, cwnd_event's late start, pkts_acked's
+ * reclassify), which had taken pkts_acked past 800k of its 1M instructions. */
+struct rule_walk {
+	__u8 daddr[16];
+	__u64 cgid;
+	__u32 family;
+	__u32 dport;
+	__u32 group;
+	__u32 uncoupled;
+	__u32 prio;
+};
+
+static long match_rule(__u32 i, struct rule_walk *w)
+{
+	__u32 k = i;
+	struct mf_rule *rp = bpf_map_lookup_elem(&rules, &k);
+	struct mf_rule r;
+
+	if (!rp)
+		return 1;
+	__builtin_memcpy(&r, rp, sizeof(r));
+	if (!r.used)
+		return 1; /* the end of the list */
+	if (r.family && r.family != w->family)
+		return 0;
+	if (r.prefix_len && !prefix_match(w->daddr, r.daddr, r.prefix_len > 128 ? 128 : r.prefix_len))
+		return 0;
+	if ((r.port_lo || r.port_hi) && (w->dport < r.port_lo || w->dport > r.port_hi))
+		return 0;
+	if (r.cgroup_id && r.cgroup_id != w->cgid)
+		return 0;
+	w->group = r.group;
+	w->uncoupled = r.uncoupled;
+	w->prio = r.prio_units;
+	return 1; /* the first that matches decides */
+}
+
 /* The connection's key, priority and whether to couple it: the application's own setting, else
- * the first matching rule, else its address pair with priority 1. */
+ * the first matching rule, else its address pair with priority 1. `*busy` is set when the rules
+ * were being rewritten on both reads (no rule used: the caller classifies again later). */
 static __always_inline int classify(struct sock *sk, struct mf_group_key *key, __u32 *prio,
-				    __u8 *handover)
+				    __u8 *handover, int *busy)
 {
 	struct sock_common *c = &sk->__sk_common;
-	__u8 daddr[16] = {}, saddr[16] = {};
+	struct rule_walk w = {};
+	__u8 saddr[16] = {};
 	struct mf_sock_prio *own;
 	__u16 family = c->skc_family;
-	__u16 dport = bpf_ntohs(c->skc_dport);
-	__u64 cgid = 0;
-	__u32 group = 0, uncoupled = 0, rule_prio = 0, i;
-	int got_cgid = 0, attempt, consistent = 0;
+	__u32 group = 0, uncoupled = 0, rule_prio = 0;
+	int attempt, consistent = 0;
 
 	*prio = CCC_PRIORITY_SCALE;
 	if (family == AF_INET) {
-		__builtin_memcpy(daddr, &c->skc_daddr, 4);
+		__builtin_memcpy(w.daddr, &c->skc_daddr, 4);
 		__builtin_memcpy(saddr, &c->skc_rcv_saddr, 4);
 	} else {
-		__builtin_memcpy(daddr, &c->skc_v6_daddr, 16);
+		__builtin_memcpy(w.daddr, &c->skc_v6_daddr, 16);
 		__builtin_memcpy(saddr, &c->skc_v6_rcv_saddr, 16);
 	}
+	w.family = family;
+	w.dport = bpf_ntohs(c->skc_dport);
+	w.cgid = sock_cgroup_id(sk);
 	for (attempt = 0; attempt < 2; attempt++) {
 		__u32 zero = 0;
 		__u64 *seq = bpf_map_lookup_elem(&rules_seq, &zero), s1, s2;
@@ -205,54 +251,21 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
 		if (!seq)
 			break;
 		s1 = READ_ONCE(*seq);
-		group = 0;
-		uncoupled = 0;
-		rule_prio = 0;
-		if (!(s1 & 1)) {
-			for (i = 0; i < MF_MAX_RULES; i++) {
-				__u32 k = i;
-				struct mf_rule *rp = bpf_map_lookup_elem(&rules, &k);
-				struct mf_rule r;
-
-				if (!rp)
-					break;
-				__builtin_memcpy(&r, rp, sizeof(r));
-				if (!r.used)
-					break;
-				if (r.family && r.family != family)
-					continue;
-				if (r.prefix_len &&
-				    !prefix_match(daddr, r.daddr, r.prefix_len > 128 ? 128 : r.prefix_len))
-					continue;
-				if ((r.port_lo || r.port_hi) && (dport < r.port_lo || dport > r.port_hi))
-					continue;
-				if (r.cgroup_id) {
-					if (!got_cgid) {
-						cgid = sock_cgroup_id(sk);
-						got_cgid = 1;
-					}
-					if (cgid != r.cgroup_id)
-						continue;
-				}
-				group = r.group;
-				uncoupled = r.uncoupled;
-				rule_prio = r.prio_units;
-				break;
-			}
-		}
+		w.group = 0;
+		w.uncoupled = 0;
+		w.prio = 0;
+		if (!(s1 & 1))
+			bpf_loop(MF_MAX_RULES, match_rule, &w, 0);
 		s2 = READ_ONCE(*seq);
 		if (!(s1 & 1) && s1 == s2) {
 			consistent = 1;
+			group = w.group;
+			uncoupled = w.uncoupled;
+			rule_prio = w.prio;
 			break;
 		}
 	}
-	if (!consistent) {
-		/* The rules were being rewritten on both reads: no rule (counted). */
-		group = 0;
-		uncoupled = 0;
-		rule_prio = 0;
-		count(MF_ST_RULES_BUSY);
-	}
+	*busy = !consistent;
 	if (rule_prio)
 		*prio = rule_prio;
 	own = bpf_sk_storage_get(&sock_prio, sk, 0, 0);
@@ -276,7 +289,7 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
 		key->kind = MF_GROUP_PAIR;
 		key->family = (__u8)family;
 		__builtin_memcpy(key->saddr, saddr, 16);
-		__builtin_memcpy(key->daddr, daddr, 16);
+		__builtin_memcpy(key->daddr, w.daddr, 16);
 	}
 	return uncoupled ? -1 : 0;
 }
@@ -565,14 +578,53 @@ static __always_inline void rejoin(struct mf_conn *st)
  * group, priority and handover; 0 when it is to join, -1 when a rule keeps it uncoupled. */
 static __always_inline int start(struct sock *sk, struct mf_conn *st)
 {
+	int busy = 0;
+
 	__builtin_memset(st, 0, sizeof(*st));
 	st->conn = __sync_fetch_and_add(&next_conn_id, 1);
 	st->hint = CCC_NONE;
-	if (classify(sk, &st->key, &st->prio_units, &st->handover) < 0) {
+	if (classify(sk, &st->key, &st->prio_units, &st->handover, &busy) < 0) {
 		uncouple(st, MF_WHY_RULE);
 		return -1;
 	}
+	if (busy) {
+		st->reclassify = 1;
+		count(MF_ST_RULES_BUSY);
+	}
 	return 0;
+}
+
+/*
+ * A connection classified while user space rewrote the rules ran with no rule; at its next ACK of
+ * new data it is classified again (and again at each ACK while they are still being rewritten).
+ * If that gives another group, priority or a rule to run uncoupled, it leaves the group it joined
+ * and joins its own at its next report, as a connection its group lost does (rejoin).
+ */
+static __always_inline void reclassify(struct sock *sk, struct mf_conn *st)
+{
+	struct mf_group_key key;
+	__u32 prio = 0;
+	__u8 handover = MF_HANDOVER_DEFAULT;
+	int busy = 0, rc;
+
+	rc = classify(sk, &key, &prio, &handover, &busy);
+	if (busy)
+		return;
+	st->reclassify = 0;
+	count(MF_ST_RECLASSIFIED);
+	if (rc == 0 && same_key(&key, &st->key) && prio == st->prio_units)
+		return; /* the rule it would have had is the one it got */
+	if (st->coupled)
+		leave_group(st);
+	st->key = key;
+	st->prio_units = prio;
+	st->handover = handover;
+	st->have_rep = 0;
+	st->tries = 0;
+	if (rc < 0)
+		uncouple(st, MF_WHY_RULE);
+	else
+		st->pending = 1;
 }
 
 /*
@@ -698,8 +750,15 @@ static __always_inline void sync(struct sock *sk, int ca_state, int timeout)
 		count(MF_ST_UPDATES);
 		apply(tp, st, cw, ss, state);
 	} else if (rc == 1) {
-		/* In FR: no answer (line 43). A release it did not take is acknowledged. */
+		/* In FR: no answer (line 43). Segments released to it since its last callback are
+		 * dropped, and counted: its recovery began (which ends its handover: a joiner with a
+		 * loss of its own has its own loss reaction), and in recovery the kernel sets its window
+		 * on every ACK (PRR), then ssthresh at the end, so a window written now would not last.
+		 * The simulator's joiner had them in its window when the loss was seen; at most the
+		 * releases of the others' ACKs between two of its own are dropped. */
 		count(MF_ST_UPDATES);
+		if (pulled && mcwnd > st->told_cwnd)
+			count_n(MF_ST_RELEASES_DROPPED, mcwnd - st->told_cwnd);
 		st->rep_cwnd = cwnd0;
 		st->rep_ssthresh = ssthresh;
 		st->rep_state = (__u8)state;
@@ -811,13 +870,19 @@ void BPF_PROG(mf_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
 	struct mf_group_val *gv;
 	struct mf_conn *st;
-	__u32 c, now;
+	__u32 c, now, hint;
 	int rc = 0;
 
 	if (sample->pkts_acked == 0)
 		return;
 	st = bpf_sk_storage_get(&conns, sk, 0, 0);
-	if (!st || !st->coupled)
+	if (!st)
+		return;
+	if (st->reclassify) {
+		reclassify(sk, st);
+		return;
+	}
+	if (!st->coupled)
 		return;
 	if (all_acked_after_close(sk)) {
 		if (leave_group(st))
@@ -828,9 +893,18 @@ void BPF_PROG(mf_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	gv = bpf_map_lookup_elem(&groups, &st->key);
 	if (!gv)
 		return;
+	now = now_s();
+	/* Heard from: an ACK of its data keeps it fresh, once a second, also while a window
+	 * reduction (PRR or RTO recovery) keeps cong_avoid, and so its reports, from running. */
+	hint = st->hint & (CCC_MAX_CONNS - 1);
+	if (READ_ONCE(gv->g.m[hint].seen_s) != now) {
+		bpf_spin_lock(&gv->lock);
+		if (gv->gen == st->gen && hint < ccc_n(&gv->g) && gv->g.m[hint].conn == st->conn)
+			gv->g.m[hint].seen_s = now;
+		bpf_spin_unlock(&gv->lock);
+	}
 	/* One member checked for staleness an ACK, without the lock unless it looks stale. */
 	c = reap_next(gv);
-	now = now_s();
 	if (c != CCC_NONE && is_stale(gv, c, now)) {
 		bpf_spin_lock(&gv->lock);
 		if (gv->gen == st->gen)

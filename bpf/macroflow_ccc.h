@@ -33,7 +33,7 @@
 #define MF_ST_RELEASE 2        /* connections released (left their group or never joined) */
 #define MF_ST_GROUPS_FULL 3
 #define MF_ST_GROUP_FULL 4
-#define MF_ST_NO_STORAGE 5
+#define MF_ST_NO_STORAGE 5     /* attempts: one without storage tries again at each cwnd event */
 #define MF_ST_RACE 6
 #define MF_ST_LOST 7
 #define MF_ST_RULE_UNCOUPLED 8
@@ -55,7 +55,10 @@
 #define MF_ST_LEFT_AT_CLOSE 24 /* left once its FIN and all its data were acknowledged */
 #define MF_ST_EVICTED 25       /* members removed after cfg_stale_s with no report from them */
 #define MF_ST_REJOINS 26       /* connections that found themselves gone from their group and rejoined */
-#define MF_NSTATS 28
+#define MF_ST_RECLASSIFIED 27  /* rules_busy connections classified again once the rules were still */
+#define MF_ST_RELEASES_DROPPED 28 /* handover segments a joiner had not taken when its own loss
+				   * recovery began (the kernel's recovery sets its window) */
+#define MF_NSTATS 29
 
 /* The key of a group. */
 struct mf_group_key {
@@ -70,7 +73,8 @@ struct mf_group_key {
 /* A rule: which connections go to which group with which priority. Rules are tried in order
  * (index 0 first) up to the first unused one; the first that matches decides. Every field that is
  * zero matches anything. The list is guarded by a sequence count (`rules_seq`, odd while user
- * space rewrites it): a reader that sees it change retries once, then uses no rule (counted). */
+ * space rewrites it): a reader that sees it change retries once, then uses no rule for now
+ * (counted as rules_busy) and classifies the connection again at its next ACK (reclassified). */
 struct mf_rule {
 	__u32 used;        /* 0 ends the list */
 	__u32 family;      /* AF_INET, AF_INET6, or 0 */
@@ -115,7 +119,8 @@ struct mf_conn {
 	__u8 pending;      /* registration to retry (its group was being deleted) */
 	__u8 tries;
 	__u8 handover;     /* MF_HANDOVER_*, for a group it creates */
-	__u8 _pad[5];
+	__u8 reclassify;   /* classified while the rules were being rewritten: again at its next ACK */
+	__u8 _pad[4];
 };
 
 /* A group in the groups map: the lock, the core's state, and what status shows. The program never

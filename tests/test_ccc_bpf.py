@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -310,6 +311,57 @@ def test_rules_assign_group_and_priority_and_the_application_overrides(loaded: N
         sink.close()
 
 
+def _set_rules_seq(n: int) -> None:
+    """Writes the rules' sequence count as a rule writer does (odd: a rewrite in progress)."""
+    subprocess.run(["bpftool", "map", "update", "pinned", f"{ccc.PIN_DIR}/rules_seq", "key", "hex", "00", "00", "00",
+                    "00", "value", "hex", *[f"{b:02x}" for b in struct.pack("=Q", n)]], check=True, capture_output=True)
+
+
+@needs_bpf
+@pytest.mark.skipif(shutil.which("bpftool") is None, reason="bpftool is not installed (make test installs it)")
+def test_a_connection_that_met_a_rules_rewrite_is_classified_again_once_it_ends(loaded: None) -> None:
+    """A connection that starts while user space rewrites the rules (the count odd on both reads)
+    runs with no rule, counted as rules_busy; once the rules are still, its next ACK classifies
+    it again and it moves to the group and priority its rule gives (counted as reclassified)."""
+    sink = Sink()
+    port = sink.addr[1]
+    ccc.rule_add(prefix="127.0.0.0/8", ports=(port, port), group=7, priority=3)
+    _set_rules_seq(1001)  # a writer between its two steps, for as long as this test says
+    a = _connect(sink.addr)
+    try:
+        _pump([a], 0.3, sink)
+        st = ccc.status()
+        assert st["stats"]["rules_busy"] == 1 and st["stats"]["reclassified"] == 0, st["stats"]
+        (g,) = [g for g in st["groups"] if g["members"]]
+        assert g["name"].startswith("pair ") and [m["priority"] for m in g["members"]] == [1], g
+        _pump([a], 0.3, sink)  # still being rewritten: each ACK tries again and finds it busy
+        assert ccc.status()["stats"]["reclassified"] == 0
+        _set_rules_seq(1002)
+        assert _pump([a], 0.5, sink)[0] > 0
+        st = ccc.status()
+        assert st["stats"]["reclassified"] == 1 and st["stats"]["rules_busy"] == 1, st["stats"]
+        live = [g for g in st["groups"] if g["members"]]
+        assert [(g["name"], [m["priority"] for m in g["members"]]) for g in live] == [("group 7", [3])], live
+        assert all(not g["inconsistencies"] for g in st["groups"])
+    finally:
+        a.close()
+        sink.close()
+    assert _wait(lambda: _members() == 0)
+
+
+@needs_bpf
+def test_status_shows_what_it_was_loaded_with() -> None:
+    if ccc.is_loaded():
+        pytest.skip("macroflow_ccc is loaded already (`macroflow linux unload` first): the test would unload it")
+    ccc.load(handover=False, max_burst_pkts=4, stale_s=7)
+    try:
+        st = ccc.status()
+        assert st["config"] == {"handover": False, "stale_s": 7, "max_burst_pkts": 4}
+        assert "loaded with: handover off by default, burst limit 4, stale after 7 s" in ccc.format_status(st)
+    finally:
+        ccc.unload()
+
+
 @needs_bpf
 def test_a_full_group_runs_the_next_connection_uncoupled_and_counts_it(loaded: None) -> None:
     sink = Sink()
@@ -593,6 +645,27 @@ def test_the_linux_engine_runs_a_coupled_group_with_its_priorities(loaded: None)
 
 
 @needs_bpf
+def test_the_linux_engine_refuses_a_program_loaded_with_other_settings_than_the_scenario() -> None:
+    """A macroflow_ccc loaded by hand with a burst limit would run another experiment than the
+    scenario's (whose groups have none, as in the simulator): the run stops before it starts,
+    saying so, and leaves the program loaded."""
+    from macroflow import linux
+    from macroflow.scenario import parse
+
+    if ccc.is_loaded():
+        pytest.skip("macroflow_ccc is loaded already (`macroflow linux unload` first): the test would unload it")
+    if linux.capabilities().missing:
+        pytest.skip(f"linux engine unavailable: {linux.capabilities().missing}")
+    ccc.load(max_burst_pkts=4)
+    try:
+        with pytest.raises(linux.LinuxEngineError, match="burst limit of 4 packets"):
+            linux.run(parse(_coupled_dumbbell("ccc_int", [1, 3], cc="reno_int")))
+        assert ccc.is_loaded() and ccc.status()["stats"]["connections_started"] == 0
+    finally:
+        ccc.unload()
+
+
+@needs_bpf
 def test_a_joiner_in_handover_takes_its_released_share_on_kernel_tcp(loaded: None) -> None:
     """Ack-clocked handover on real TCP: a connection joining a running one (equal priorities) is
     given segments by the other's ACKs (counted as handover_pulls when it takes them) and holds
@@ -607,6 +680,7 @@ def test_a_joiner_in_handover_takes_its_released_share_on_kernel_tcp(loaded: Non
     t = linux.run(sc)
     info = json.loads(t["flows"].schema.metadata[b"linux"])["info"]["ccc"]
     assert info["counters"]["handover_pulls"] > 0, info
+    assert info["loaded_with"] == {"handover": True, "stale_s": 30, "max_burst_pkts": 0}, info
     assert info["counters"]["connections_coupled"] == 2 and not any(
         v for k, v in info["counters"].items() if k.startswith(("errors_", "uncoupled_"))), info
     s = t["flow_samples"].to_pydict()

@@ -143,7 +143,10 @@ def set_socket_priority(sock: SockLike, priority: float, group: Optional[int] = 
 
 def format_status(st: Dict[str, Any]) -> str:
     """``status()`` as text: groups with their members, then the counters that are not zero."""
-    lines = []
+    c = st.get("config")
+    lines = ["loaded with: " + (f"handover {'on' if c['handover'] else 'off'} by default, burst limit "
+                                f"{c['max_burst_pkts'] or 'none'}, stale after {c['stale_s'] or 'never'} s"
+                                if c else "settings unknown (loaded by an older build)")]
     if not [g for g in st["groups"] if g["members"]]:
         lines.append("no coupled connection")
     for g in st["groups"]:
@@ -157,7 +160,7 @@ def format_status(st: Dict[str, Any]) -> str:
             flags = "".join([" CoCo" if m["coordinating"] else "", " handover" if m["in_handover"] else "",
                              " timed-out" if m["timed_out"] else ""])
             lines.append(f"  conn {m['conn']}: priority {m['priority']:g} cwnd {m['cwnd_pkts']} "
-                         f"ssthresh {m['ssthresh_pkts']} {m['state']}{flags}, last report {m['idle_s']} s ago")
+                         f"ssthresh {m['ssthresh_pkts']} {m['state']}{flags}, last heard from {m['idle_s']} s ago")
         for bad in g["inconsistencies"]:
             lines.append(f"  INCONSISTENT: {bad}")
     lines.append("rules: " + ("none (groups by address pair, priority 1)" if not st["rules"] else ""))

@@ -1087,6 +1087,18 @@ def _ccc_prepare(tb: "Testbed") -> Dict[str, Any]:
         except RuntimeError as e:
             if not ccc.is_loaded():  # another run may have loaded it meanwhile
                 raise LinuxEngineError(f"coupled flows need macroflow_ccc: {e}") from e
+    st = ccc.status()
+    cfg = st.get("config")
+    # The scenario's groups have the simulator's defaults: no burst limit beyond the connection's
+    # own (handover is set per socket, from the group's kind). A program loaded by hand with other
+    # settings would run another experiment than the one the scenario describes.
+    if cfg is None:
+        raise LinuxEngineError("macroflow_ccc is loaded by an older build, whose settings cannot be read: "
+                               "`macroflow linux unload`, then run again (the run loads it)")
+    if cfg["max_burst_pkts"] != 0:
+        raise LinuxEngineError(f"macroflow_ccc is loaded with a burst limit of {cfg['max_burst_pkts']} packets; the "
+                               "scenario's coupled groups have none (as in the simulator): `macroflow linux unload`, "
+                               "then run again (the run loads it), or load it with --max-burst 0")
     n = 1 + max(s.group for s in tb.p.seats.values())
     groups: List[int] = []
     while len(groups) < n:
@@ -1094,7 +1106,7 @@ def _ccc_prepare(tb: "Testbed") -> Dict[str, Any]:
         if g not in groups:
             groups.append(g)
     tb.ccc = {"map_id": int(_native_ccc_map_id()), "groups": groups}
-    return {"stats": ccc.status()["stats"], "loaded_here": loaded_here}
+    return {"stats": st["stats"], "loaded_here": loaded_here, "config": cfg}
 
 
 def _native_ccc_map_id() -> int:
@@ -1116,7 +1128,8 @@ def _ccc_finish(tb: "Testbed", before: Dict[str, Any], warnings: List[str]) -> D
         warnings.append(f"macroflow_ccc: connections ran uncoupled (plain NewReno) during the run: {uncoupled}")
     if errors:
         warnings.append(f"macroflow_ccc: coupler errors during the run: {errors}")
-    return {"loaded_by_run": before["loaded_here"], "groups": tb.ccc["groups"] if tb.ccc else [], "counters": delta}
+    return {"loaded_by_run": before["loaded_here"], "loaded_with": before["config"],
+            "groups": tb.ccc["groups"] if tb.ccc else [], "counters": delta}
 
 
 def _veth_drops(tb: "Testbed") -> List[str]:

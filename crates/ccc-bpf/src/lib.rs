@@ -178,10 +178,29 @@ const CONN_SIZE: usize = 88;
 pub const DEFAULT_STALE_S: u32 = 30;
 
 /// The counters in .bss (MF_NSTATS).
-const NSTATS: usize = 28;
+const NSTATS: usize = 29;
+
+/// The program's read-only settings (its `.rodata`: `cfg_handover`, `cfg_stale_s`,
+/// `cfg_max_burst_pkts`), pinned as `config` so that `status` and the Linux engine can tell what
+/// a loaded program was loaded with.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RawConfig {
+    handover: u32,
+    stale_s: u32,
+    max_burst_pkts: u64,
+}
+
+/// What the loaded program was loaded with (see [`LoadOptions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub handover: bool,
+    pub stale_s: u32,
+    pub max_burst_pkts: u64,
+}
 
 /// The counters' names, by index (MF_ST_* in bpf/macroflow_ccc.h).
-pub const STAT_NAMES: [&str; 27] = [
+pub const STAT_NAMES: [&str; NSTATS] = [
     "connections_started",
     "connections_coupled",
     "connections_released",
@@ -209,6 +228,8 @@ pub const STAT_NAMES: [&str; 27] = [
     "left_at_close",
     "evicted_stale",
     "rejoined",
+    "reclassified",
+    "handover_segments_dropped",
 ];
 
 fn as_bytes<T: Copy>(v: &T) -> &[u8] {
@@ -305,8 +326,9 @@ pub struct LoadOptions {
     pub handover: bool,
     /// The coupler's burst limit (`set_max_burst_pkts`), packets.
     pub max_burst_pkts: u64,
-    /// A member with no report for this long is taken out of its group (0: never); a live one
-    /// rejoins at its next report. Covers connections the kernel destroyed without `release`.
+    /// A member not heard from (no report, no ACK of its data) for this long is taken out of its
+    /// group (0: never); a live one rejoins at its next report. Covers connections the kernel
+    /// destroyed without `release`.
     pub stale_s: u32,
     pub pin_dir: PathBuf,
 }
@@ -330,7 +352,8 @@ pub struct Loaded {
     pub programs: Vec<(String, usize)>,
 }
 
-const MAP_PINS: [&str; 6] = [
+const MAP_PINS: [&str; 7] = [
+    "config",
     "groups",
     "rules",
     "rules_seq",
@@ -397,6 +420,7 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
     let mut sk = open
         .load()
         .map_err(|e| bpf_err("loading (the verifier's log is above)", e))?;
+    const _: () = assert!(size_of::<skel::types::rodata>() == size_of::<RawConfig>());
     let sizes: [(&dyn MapCore, usize, &str); 5] = [
         (&sk.maps.groups, size_of::<GroupVal>(), "groups"),
         (&sk.maps.rules, size_of::<RawRule>(), "rules"),
@@ -448,6 +472,7 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
         sk.maps.conns.pin(d.join("conns")).map_err(p)?;
         sk.maps.sock_prio.pin(d.join("sock_prio")).map_err(p)?;
         sk.maps.bss.pin(d.join("stats")).map_err(p)?;
+        sk.maps.rodata.pin(d.join("config")).map_err(p)?;
         link.pin(d.join("link")).map_err(p)?;
         Ok(())
     };
@@ -559,6 +584,8 @@ pub struct GroupView {
 /// Everything `status` shows.
 #[derive(Clone, Debug)]
 pub struct Status {
+    /// None when the program was loaded by a build that did not pin its settings.
+    pub config: Option<Config>,
     pub groups: Vec<GroupView>,
     pub stats: Vec<(&'static str, u64)>,
     pub rules: Vec<Rule>,
@@ -749,10 +776,36 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         })
         .collect();
     Ok(Status {
+        config: config(pin_dir)?,
         groups,
         stats,
         rules: rules(pin_dir)?,
     })
+}
+
+/// The settings the loaded program was loaded with; None if it was loaded by a build that did not
+/// pin them.
+pub fn config(pin_dir: &Path) -> Result<Option<Config>> {
+    if !pin_dir.join("config").exists() {
+        if !is_loaded(pin_dir) {
+            return err(format!(
+                "{CC_NAME} is not loaded (nothing pinned at {}); `macroflow linux load` first",
+                pin_dir.display()
+            ));
+        }
+        return Ok(None);
+    }
+    let m = open_pinned(pin_dir, "config", size_of::<RawConfig>())?;
+    let raw = m
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| bpf_err("reading the settings", e))?
+        .ok_or_else(|| Error("the settings map is empty".into()))?;
+    let c: RawConfig = from_bytes(&raw)?;
+    Ok(Some(Config {
+        handover: c.handover != 0,
+        stale_s: c.stale_s,
+        max_burst_pkts: c.max_burst_pkts,
+    }))
 }
 
 /// Deletes the groups that have been empty for at least `min_idle_s` seconds; returns how many.
@@ -775,9 +828,13 @@ pub fn gc(pin_dir: &Path, min_idle_s: f64) -> Result<usize> {
         if !idle(&v, now) {
             continue;
         }
-        // Read again just before deleting: a connection may have joined since the walk. (What
-        // remains is a join between this read and the delete: such a connection finds its group
-        // gone at its next report and runs uncoupled, counted as uncoupled_group_lost.)
+        // Read again just before deleting: a connection may have joined since the walk. What
+        // remains is a join between this read and the delete (user space cannot delete on a
+        // condition under the group's lock). Such a connection has registered in the element
+        // being deleted, alone: its first answer is its own window; every later callback looks
+        // its group up by key, finds none (or a new group of that key, of another generation),
+        // and it joins again (counted as `rejoined`). Nothing is left inconsistent: `status`
+        // never sees the deleted element, and the connection's leave checks the generation.
         let again = m
             .lookup(as_bytes(&key), MapFlags::LOCK)
             .map_err(|e| bpf_err("reading a group", e))?;

@@ -76,6 +76,16 @@ fn rule_dict<'py>(py: Python<'py>, i: usize, r: &cb::Rule) -> PyResult<Bound<'py
 fn status<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py, PyDict>> {
     let s = py.detach(|| cb::status(&dir(pin_dir))).map_err(rt)?;
     let d = PyDict::new(py);
+    match s.config {
+        Some(c) => {
+            let cd = PyDict::new(py);
+            cd.set_item("handover", c.handover)?;
+            cd.set_item("stale_s", c.stale_s)?;
+            cd.set_item("max_burst_pkts", c.max_burst_pkts)?;
+            d.set_item("config", cd)?;
+        }
+        None => d.set_item("config", py.None())?,
+    }
     let groups = PyList::empty(py);
     for g in &s.groups {
         let gd = PyDict::new(py);
