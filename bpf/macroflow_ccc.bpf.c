@@ -42,6 +42,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "macroflow_ccc.h"
+#include "tiu_tc.h"
 
 /* The struct_ops verifier requires a GPL-compatible license; the C core is MIT OR Apache-2.0. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -129,6 +130,16 @@ struct {
 	__type(key, int);
 	__type(value, struct mf_sock_prio);
 } sock_prio SEC(".maps");
+
+/* TiU's connections: bpf/tiu_tc.bpf.c's `conns`, the same map. Whichever of the two loads first
+ * makes it and the other reuses it (crates/ccc-bpf and crates/tiu-bpf each look for the other's
+ * pin); without TiU it stays empty. Only read here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, TIU_MAX_CONNS);
+	__type(key, struct tiu_conn_key);
+	__type(value, struct tiu_conn_val);
+} tiu_conns SEC(".maps");
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {
@@ -294,6 +305,46 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
 	return uncoupled ? -1 : 0;
 }
 
+/*
+ * The default grouping follows TiU (issue 17: "connections that TiU puts on one port pair form one
+ * ctrlTCP group"): a connection TiU carries (its `conns` entry in any state but fallen back) goes
+ * to its host pair's TiU group, which ECMP keeps on one path; the pair's plain TCP connections
+ * (fallen back, a rule's `never`, the 33rd) stay in the address pair's group, which ECMP may
+ * spread. Decided when it joins (established: its handshake has settled TiU or plain), again at
+ * each rejoin. A rule's or the application's group is left alone.
+ */
+static __always_inline void tiu_group(struct sock *sk, struct mf_group_key *key)
+{
+	struct sock_common *c = &sk->__sk_common;
+	struct tiu_conn_key k = {};
+	struct tiu_conn_val *v;
+
+	if (key->kind != MF_GROUP_PAIR && key->kind != MF_GROUP_TIU)
+		return;
+	if (c->skc_family == AF_INET) {
+		k.family = TIU_AF_INET;
+		k.saddr[0] = c->skc_rcv_saddr;
+		k.daddr[0] = c->skc_daddr;
+	} else {
+		__u32 *sa = c->skc_v6_rcv_saddr.in6_u.u6_addr32, *da = c->skc_v6_daddr.in6_u.u6_addr32;
+
+		if (sa[0] == 0 && sa[1] == 0 && sa[2] == bpf_htonl(0xffff)) {
+			/* IPv4 through an IPv6 socket: TiU keys it as the IPv4 connection. */
+			k.family = TIU_AF_INET;
+			k.saddr[0] = sa[3];
+			k.daddr[0] = da[3];
+		} else {
+			k.family = TIU_AF_INET6;
+			__builtin_memcpy(k.saddr, sa, 16);
+			__builtin_memcpy(k.daddr, da, 16);
+		}
+	}
+	k.sport = bpf_htons(c->skc_num);
+	k.dport = c->skc_dport;
+	v = bpf_map_lookup_elem(&tiu_conns, &k);
+	key->kind = v && READ_ONCE(v->state) != TIU_ST_PLAIN ? MF_GROUP_TIU : MF_GROUP_PAIR;
+}
+
 /* ---- The coupling glue --------------------------------------------------------------------- */
 
 /* The state a coupler sees (seed 003 Table 9.1, as coupling_state in the simulator): a window
@@ -378,8 +429,8 @@ static __always_inline int is_stale(struct mf_group_val *gv, __u32 c, __u32 now)
 	return (__s32)(now - READ_ONCE(gv->g.m[c & (CCC_MAX_CONNS - 1)].seen_s)) > (__s32)cfg_stale_s;
 }
 
-/* Under the group's lock: removes member c if it has not reported for cfg_stale_s and is not
- * `self` (the caller's id). */
+/* Under the group's lock: removes member c if it has not been heard from for cfg_stale_s and is
+ * not `self` (the caller's id). */
 static __always_inline void reap_one(struct mf_group_val *gv, __u32 c, __u64 self, __u32 now)
 {
 	if (c >= ccc_n(&gv->g))
@@ -510,6 +561,7 @@ static __always_inline void try_join(struct sock *sk, struct mf_conn *st)
 		st->pending = 1;
 		return;
 	}
+	tiu_group(sk, &st->key);
 	rc = join(sk, st);
 	if (rc == 0) {
 		st->coupled = 1;
@@ -610,6 +662,7 @@ static __always_inline void reclassify(struct sock *sk, struct mf_conn *st)
 	rc = classify(sk, &key, &prio, &handover, &busy);
 	if (busy)
 		return;
+	tiu_group(sk, &key);
 	st->reclassify = 0;
 	count(MF_ST_RECLASSIFIED);
 	if (rc == 0 && same_key(&key, &st->key) && prio == st->prio_units)
@@ -878,24 +931,26 @@ void BPF_PROG(mf_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	st = bpf_sk_storage_get(&conns, sk, 0, 0);
 	if (!st)
 		return;
-	if (st->reclassify) {
+	/* Then on with the same ACK: it may be the last (the close below), and it clocks joiners. */
+	if (st->reclassify)
 		reclassify(sk, st);
-		return;
-	}
-	if (!st->coupled)
+	if (!st->coupled && !st->pending)
 		return;
 	if (all_acked_after_close(sk)) {
+		/* A connection moved by reclassify and waiting to join its new group joins none. */
 		if (leave_group(st))
 			count(MF_ST_LEFT_AT_CLOSE);
 		st->why = MF_WHY_CLOSED;
 		return;
 	}
+	if (!st->coupled)
+		return;
 	gv = bpf_map_lookup_elem(&groups, &st->key);
 	if (!gv)
 		return;
 	now = now_s();
 	/* Heard from: an ACK of its data keeps it fresh, once a second, also while a window
-	 * reduction (PRR or RTO recovery) keeps cong_avoid, and so its reports, from running. */
+	 * reduction (Recovery's PRR, CWR) keeps cong_avoid, and so its reports, from running. */
 	hint = st->hint & (CCC_MAX_CONNS - 1);
 	if (READ_ONCE(gv->g.m[hint].seen_s) != now) {
 		bpf_spin_lock(&gv->lock);

@@ -16,6 +16,8 @@
 /* Group kinds. */
 #define MF_GROUP_PAIR 0 /* the default: connections between the same two addresses */
 #define MF_GROUP_ID 1   /* an explicit group number from a rule or the socket's own setting */
+#define MF_GROUP_TIU 2  /* the default for connections TiU carries: one port pair per host pair,
+			 * so one path under ECMP; the pair's plain TCP connections stay MF_GROUP_PAIR */
 
 /* Why a connection runs uncoupled (plain NewReno), in its socket's storage; counted in stats. */
 #define MF_WHY_COUPLED 0
@@ -53,7 +55,7 @@
 #define MF_ST_NEVER_JOINED 22  /* released while still waiting to join (handshake not over) */
 #define MF_ST_LATE_START 23    /* established connections the kernel never called init for */
 #define MF_ST_LEFT_AT_CLOSE 24 /* left once its FIN and all its data were acknowledged */
-#define MF_ST_EVICTED 25       /* members removed after cfg_stale_s with no report from them */
+#define MF_ST_EVICTED 25       /* members removed after cfg_stale_s not heard from */
 #define MF_ST_REJOINS 26       /* connections that found themselves gone from their group and rejoined */
 #define MF_ST_RECLASSIFIED 27  /* rules_busy connections classified again once the rules were still */
 #define MF_ST_RELEASES_DROPPED 28 /* handover segments a joiner had not taken when its own loss
@@ -62,7 +64,7 @@
 
 /* The key of a group. */
 struct mf_group_key {
-	__u8 kind;   /* MF_GROUP_PAIR / MF_GROUP_ID */
+	__u8 kind;   /* MF_GROUP_PAIR / MF_GROUP_ID / MF_GROUP_TIU */
 	__u8 family; /* AF_INET / AF_INET6 for a pair; 0 for an id */
 	__u16 _pad;
 	__u32 id;    /* MF_GROUP_ID: the group number */

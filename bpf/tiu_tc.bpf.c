@@ -76,12 +76,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* The TiU UDP port (network byte order), set by user space before the programs load. */
 const volatile __u16 cfg_tiu_port = 0;
 
+/* `conns` (pinned so): the connections TiU carries; named as macroflow_ccc's copy (tiu_tc.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* handshakes that never complete age out */
-	__uint(max_entries, 4096);
+	__uint(max_entries, TIU_MAX_CONNS);
 	__type(key, struct tiu_conn_key);
 	__type(value, struct tiu_conn_val);
-} conns SEC(".maps");
+} tiu_conns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* handshakes that never complete age out */
@@ -530,7 +531,7 @@ int tiu_egress(struct __sk_buff *skb)
 	key.sport = t[0] & 0xffff;
 	key.dport = t[0] >> 16;
 	key.family = w.family;
-	conn = bpf_map_lookup_elem(&conns, &key);
+	conn = bpf_map_lookup_elem(&tiu_conns, &key);
 	if (!conn)
 		return TC_ACT_OK;
 	if (conn->state == TIU_ST_PLAIN) {
@@ -757,7 +758,7 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 	ck.sport = iv.dport;
 	ck.dport = iv.sport;
 	ck.family = w->family;
-	mine = bpf_map_lookup_elem(&conns, &ck);
+	mine = bpf_map_lookup_elem(&tiu_conns, &ck);
 	if (ack) {
 		/* Only the answer to a SYN this host sent as TiU, with its ID or a refusal: an
 		 * unsolicited or disagreeing SYN-ACK teaches nothing (and is dropped). */
@@ -770,7 +771,7 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 			/* The ID this host held for the answer's segments goes too. */
 			ik.conn_id = mine->conn_id;
 			bpf_map_delete_elem(&ids, &ik);
-			bpf_map_delete_elem(&conns, &ck);
+			bpf_map_delete_elem(&tiu_conns, &ck);
 			return 0;
 		}
 		/* The ID entry first, then the state: an allocated connection's entry is written
@@ -814,7 +815,7 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 			had = bpf_map_lookup_elem(&ids, &old);
 			if (had && had->sport == iv.sport && had->dport == iv.dport)
 				WRITE_ONCE(had->closed_s, now_s() + 1);
-			bpf_map_delete_elem(&conns, &ck);
+			bpf_map_delete_elem(&tiu_conns, &ck);
 			mine = 0;
 		}
 	}
@@ -846,7 +847,7 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 		cv.conn_id = SETUP_REFUSED;
 		count(TIU_IN_COLLISION);
 	}
-	return bpf_map_update_elem(&conns, &ck, &cv, BPF_ANY);
+	return bpf_map_update_elem(&tiu_conns, &ck, &cv, BPF_ANY);
 }
 
 /*
@@ -875,7 +876,7 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 	ck.sport = t[0] >> 16;
 	ck.dport = t[0] & 0xffff;
 	ck.family = w->family;
-	c = bpf_map_lookup_elem(&conns, &ck);
+	c = bpf_map_lookup_elem(&tiu_conns, &ck);
 	flags = ((__u8 *)t)[13];
 	if (!c) {
 		/*
@@ -1064,7 +1065,7 @@ int tiu_ingress(struct __sk_buff *skb)
 			ck.sport = ports->dport;
 			ck.dport = ports->sport;
 			ck.family = w.family;
-			c = bpf_map_lookup_elem(&conns, &ck);
+			c = bpf_map_lookup_elem(&tiu_conns, &ck);
 			if (c)
 				move(c, TIU_ST_LEARNED, TIU_ST_CONFIRMED);
 		}
@@ -1191,7 +1192,7 @@ static __always_inline struct tiu_conn_val *sockops_conn(struct bpf_sock_ops *sk
 	key.dport = (__u16)(skops->remote_port >> 16);
 	if (out)
 		*out = key;
-	return bpf_map_lookup_elem(&conns, &key);
+	return bpf_map_lookup_elem(&tiu_conns, &key);
 }
 
 /* A TiU connection closed: its `conns` entry goes, its ID entry is marked closed (free again
@@ -1217,7 +1218,7 @@ static __always_inline void forget(struct bpf_sock_ops *skops)
 	iv = bpf_map_lookup_elem(&ids, &ik);
 	if (iv && iv->sport == (ck.dport) && iv->dport == (ck.sport))
 		WRITE_ONCE(iv->closed_s, now_s() + 1);
-	bpf_map_delete_elem(&conns, &ck);
+	bpf_map_delete_elem(&tiu_conns, &ck);
 }
 
 /*
@@ -1321,7 +1322,7 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 	cv.udp_dport = cfg_tiu_port;
 	cv.conn_id = id;
 	cv.state = TIU_ST_SYN_SENT;
-	if (bpf_map_update_elem(&conns, &ck, &cv, BPF_NOEXIST) < 0) {
+	if (bpf_map_update_elem(&tiu_conns, &ck, &cv, BPF_NOEXIST) < 0) {
 		bpf_map_delete_elem(&ids, &ik);
 		count(TIU_EG_ERROR);
 		return 0;

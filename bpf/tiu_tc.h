@@ -10,6 +10,11 @@
 #define TIU_AF_INET 4
 #define TIU_AF_INET6 6
 
+/* The `conns` map's size. macroflow_ccc declares the same map and shares it: whichever of the
+ * two loads first makes it, the other reuses it. Both name it `tiu_conns` (libbpf gives a reused
+ * map the name it has in the kernel, and a skeleton finds its maps by name). */
+#define TIU_MAX_CONNS 4096
+
 /* Egress: a TCP connection that rides TiU, by its four-tuple as this host sends it. */
 struct tiu_conn_key {
 	__u32 saddr[4];

@@ -124,3 +124,101 @@ def test_enable_status_and_disable_through_the_cli(pair: Tuple[str, str]) -> Non
     assert not tiu.is_enabled()
     filters = subprocess.run(["tc", "-n", a, "filter", "show", "dev", "v0", "egress"], capture_output=True, text=True).stdout
     assert "tiu_egress" not in filters, filters
+
+
+GROUP_SERVER = """import socket, threading
+def drain(c):
+    while c.recv(65536):
+        pass
+ls = []
+for port in (5201, 5202):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('10.84.0.2', port)); s.listen(16)
+    ls.append(s)
+def serve(s):
+    while True:
+        c, _ = s.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()
+for s in ls:
+    threading.Thread(target=serve, args=(s,), daemon=True).start()
+print('listening', flush=True)
+input()
+"""
+
+# Two connections to port 5201 (TiU by rule) and one to 5202 (plain), all with macroflow_ccc: they
+# send until told to stop, after saying so once each has delivered some data.
+GROUP_CLIENT = """import socket, sys, threading, time
+stop = False
+def pump(s):
+    while not stop:
+        s.sendall(b'x' * 65536)
+socks = []
+for port in (5201, 5201, 5202):
+    s = socket.socket(); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b'macroflow_ccc')
+    s.connect(('10.84.0.2', port)); socks.append(s)
+ts = [threading.Thread(target=pump, args=(s,)) for s in socks]
+for t in ts:
+    t.start()
+time.sleep(0.5)
+print('sending', flush=True)
+sys.stdin.readline()
+stop = True
+for t in ts:
+    t.join()
+for s in socks:
+    s.close()
+print('done', flush=True)
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("first", ["ccc", "tiu"])
+def test_grouping_follows_tiu_its_plain_connections_apart(pair: Tuple[str, str], first: str) -> None:
+    """With TiU and macroflow_ccc both on (loaded in either order: whichever comes second shares
+    the first's connections map), a host pair's connections that TiU carries form one group ("tiu
+    pair"), and its plain TCP connections another ("pair"): ECMP keeps only the TiU ones on one
+    path."""
+    from macroflow import ccc
+
+    if ccc.missing():
+        pytest.skip(f"macroflow_ccc cannot be loaded here: {'; '.join(ccc.missing())}")
+    if ccc.is_loaded():
+        pytest.skip("macroflow_ccc is loaded already (`macroflow linux unload` first): the test would unload it")
+    a, b = pair
+
+    def enable_tiu() -> None:
+        tiu.enable([f"{a}:v0", f"{b}:v1"], port=8896)
+        tiu.rule_add("10.84.0.2/32", ports=(5201, 5201))
+
+    try:
+        if first == "ccc":
+            ccc.load()
+            enable_tiu()
+        else:
+            enable_tiu()
+            ccc.load()
+        srv = subprocess.Popen(["ip", "netns", "exec", b, "python3", "-c", GROUP_SERVER], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        cl = None
+        try:
+            assert srv.stdout.readline().strip() == "listening"
+            cl = subprocess.Popen(["ip", "netns", "exec", a, "timeout", "30", "python3", "-c", GROUP_CLIENT],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert cl.stdout.readline().strip() == "sending"
+            live = {g["name"]: g for g in ccc.status()["groups"] if g["members"]}
+            cl.stdin.write("\n")
+            cl.stdin.flush()
+            assert cl.stdout.readline().strip() == "done"
+        finally:
+            for p in (cl, srv):
+                if p is not None:
+                    p.kill()
+                    p.wait()
+        assert sorted((n, len(g["members"])) for n, g in live.items()) == [
+            ("pair 10.84.0.1 -> 10.84.0.2", 1), ("tiu pair 10.84.0.1 -> 10.84.0.2", 2)], live
+        assert all(not g["inconsistencies"] for g in live.values())
+        c = tiu.status()["counters"]
+        assert c["alloc"] == 2 and c["fallback"] == 0 and c["eg_data"] > 0, c
+    finally:
+        if tiu.is_enabled():
+            tiu.disable()
+        if ccc.is_loaded():
+            ccc.unload()

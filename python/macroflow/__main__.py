@@ -261,8 +261,8 @@ def _ccc(fn, *args, **kw):
 def linux_load(
     handover: bool = typer.Option(True, help="ack-clocked handover for joining connections (Algorithm 4)"),
     max_burst: int = typer.Option(0, help="the coupler's burst limit, packets (0: none beyond the connection's own)"),
-    stale_s: int = typer.Option(30, "--stale-s", help="take a member out of its group after this long without a report "
-                                "(0: never); a live one rejoins at its next report"),
+    stale_s: int = typer.Option(30, "--stale-s", help="take a member out of its group after this long not heard from (no "
+                                "report, no ACK of its data; 0: never); a live one rejoins at its next report"),
 ) -> None:
     """Load and register macroflow_ccc (stays registered after this command: pinned in /sys/fs/bpf)."""
     r = _ccc("load", handover=handover, max_burst_pkts=max_burst, stale_s=stale_s)

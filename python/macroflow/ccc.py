@@ -55,8 +55,8 @@ def load(handover: bool = True, max_burst_pkts: int = 0, stale_s: int = DEFAULT_
     """Loads and registers ``macroflow_ccc``; returns the pin directory and each operation's
     verified instruction count. Raises RuntimeError saying why when it cannot.
 
-    ``stale_s``: a member that has not reported for this long is taken out of its group by the
-    next report or join in it (0: never); if its connection is alive (it was idle), it joins
+    ``stale_s``: a member not heard from (no report, no ACK of its data) for this long is taken
+    out of its group by another member's ACK or a join (0: never); if its connection is alive (it was idle), it joins
     again at its next report. This is what removes a connection the kernel destroyed without
     calling ``release`` (seen about once in 50,000 connections on a loaded 2-core VM)."""
     if max_burst_pkts < 0:
@@ -145,7 +145,8 @@ def format_status(st: Dict[str, Any]) -> str:
     """``status()`` as text: groups with their members, then the counters that are not zero."""
     c = st.get("config")
     lines = ["loaded with: " + (f"handover {'on' if c['handover'] else 'off'} by default, burst limit "
-                                f"{c['max_burst_pkts'] or 'none'}, stale after {c['stale_s'] or 'never'} s"
+                                f"{c['max_burst_pkts'] or 'none'}, stale after "
+                                + (f"{c['stale_s']} s" if c["stale_s"] else "never")
                                 if c else "settings unknown (loaded by an older build)")]
     if not [g for g in st["groups"] if g["members"]]:
         lines.append("no coupled connection")

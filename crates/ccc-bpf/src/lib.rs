@@ -36,6 +36,10 @@ mod skel {
 pub const CC_NAME: &str = "macroflow_ccc";
 /// Where the link and the maps are pinned.
 pub const PIN_DIR: &str = "/sys/fs/bpf/macroflow_ccc";
+/// TiU's connections map as `macroflow tiu enable` pins it (crates/tiu-bpf's `PIN_DIR`/conns):
+/// `load` reuses it when it is there, so that the default grouping follows TiU (see `tiu_group`
+/// in bpf/macroflow_ccc.bpf.c); otherwise TiU reuses this program's (pinned as `tiu_conns`).
+pub const TIU_CONNS_PIN: &str = "/sys/fs/bpf/macroflow_tiu/conns";
 /// Priority units: 65536 is priority 1 (the C core's CCC_PRIORITY_SCALE).
 pub const PRIORITY_SCALE: f64 = 65536.0;
 /// The largest priority the core takes (2^24 units).
@@ -103,7 +107,7 @@ pub struct Member {
     pub ssbit: u8,
     pub rto_pending: u8,
     pub handover: u8,
-    /// The program's (not the core's): when the connection last reported, s of CLOCK_MONOTONIC.
+    /// The program's (not the core's): when the connection was last heard from (a report or an ACK), s of CLOCK_MONOTONIC.
     pub seen_s: u32,
 }
 
@@ -352,8 +356,9 @@ pub struct Loaded {
     pub programs: Vec<(String, usize)>,
 }
 
-const MAP_PINS: [&str; 7] = [
+const MAP_PINS: [&str; 8] = [
     "config",
+    "tiu_conns",
     "groups",
     "rules",
     "rules_seq",
@@ -417,10 +422,40 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
         ro.cfg_max_burst_pkts = opts.max_burst_pkts;
         ro.cfg_stale_s = opts.stale_s;
     }
+    let tiu = Path::new(TIU_CONNS_PIN);
+    if tiu.exists() {
+        // TiU is enabled: share its connections map. Its shape is checked first (reuse_fd takes
+        // any map, and a different one would be read with the wrong layout).
+        let m = MapHandle::from_pinned_path(tiu)
+            .map_err(|e| bpf_err(&format!("opening {}", tiu.display()), e))?;
+        let want = &open.maps.tiu_conns;
+        if m.map_type() != want.map_type()
+            || m.key_size() != want.key_size()
+            || m.value_size() != want.value_size()
+            || m.max_entries() != want.max_entries()
+        {
+            return err(format!(
+                "{} is not the connections map this build of TiU makes (enabled by another build?)",
+                tiu.display()
+            ));
+        }
+        use std::os::fd::AsFd;
+        open.maps
+            .tiu_conns
+            .reuse_fd(m.as_fd())
+            .map_err(|e| bpf_err("sharing TiU's connections map", e))?;
+    }
     let mut sk = open
         .load()
         .map_err(|e| bpf_err("loading (the verifier's log is above)", e))?;
-    const _: () = assert!(size_of::<skel::types::rodata>() == size_of::<RawConfig>());
+    const _: () = {
+        use std::mem::offset_of;
+        type Ro = skel::types::rodata;
+        assert!(size_of::<Ro>() == size_of::<RawConfig>());
+        assert!(offset_of!(Ro, cfg_handover) == offset_of!(RawConfig, handover));
+        assert!(offset_of!(Ro, cfg_stale_s) == offset_of!(RawConfig, stale_s));
+        assert!(offset_of!(Ro, cfg_max_burst_pkts) == offset_of!(RawConfig, max_burst_pkts));
+    };
     let sizes: [(&dyn MapCore, usize, &str); 5] = [
         (&sk.maps.groups, size_of::<GroupVal>(), "groups"),
         (&sk.maps.rules, size_of::<RawRule>(), "rules"),
@@ -473,6 +508,7 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
         sk.maps.sock_prio.pin(d.join("sock_prio")).map_err(p)?;
         sk.maps.bss.pin(d.join("stats")).map_err(p)?;
         sk.maps.rodata.pin(d.join("config")).map_err(p)?;
+        sk.maps.tiu_conns.pin(d.join("tiu_conns")).map_err(p)?;
         link.pin(d.join("link")).map_err(p)?;
         Ok(())
     };
@@ -555,7 +591,7 @@ pub struct MemberView {
     pub coordinating: bool,
     pub in_handover: bool,
     pub timed_out: bool,
-    /// Seconds since it last reported.
+    /// Seconds since it was last heard from.
     pub idle_s: u64,
 }
 
@@ -563,7 +599,7 @@ pub struct MemberView {
 #[derive(Clone, Debug)]
 pub struct GroupView {
     pub key: GroupKey,
-    /// "pair 10.0.0.1 -> 10.0.0.2" or "group 7".
+    /// "pair 10.0.0.1 -> 10.0.0.2", "tiu pair 10.0.0.1 -> 10.0.0.2" (its TiU connections) or "group 7".
     pub name: String,
     pub sum_cwnd_pkts: u64,
     pub sum_ssthresh_pkts: u64,
@@ -669,7 +705,8 @@ fn view(key: GroupKey, v: GroupVal, now_ns: u64) -> GroupView {
         format!("group {}", key.id)
     } else {
         format!(
-            "pair {} -> {}",
+            "{}pair {} -> {}",
+            if key.kind == 2 { "tiu " } else { "" },
             addr(key.family, &key.saddr),
             addr(key.family, &key.daddr)
         )
@@ -760,14 +797,9 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
         .map_err(|e| bpf_err("reading the counters", e))?
         .unwrap_or_default();
-    if raw.len() < NSTATS * 8 {
-        return err(format!(
-            "the counters are {} bytes, this build expects at least {}",
-            raw.len(),
-            NSTATS * 8
-        ));
-    }
-    let stats = STAT_NAMES
+    // A program loaded by an older build has fewer counters: those it has are shown.
+    let present = (raw.len() / 8).min(NSTATS);
+    let stats = STAT_NAMES[..present]
         .iter()
         .enumerate()
         .map(|(i, n)| {

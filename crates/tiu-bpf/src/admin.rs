@@ -9,6 +9,8 @@ use libbpf_rs::MapCore;
 use std::path::{Path, PathBuf};
 
 pub const PIN_DIR: &str = "/sys/fs/bpf/macroflow_tiu";
+/// macroflow_ccc's view of TiU's connections (crates/ccc-bpf pins it there): shared when present.
+pub const CCC_TIU_CONNS_PIN: &str = "/sys/fs/bpf/macroflow_ccc/tiu_conns";
 pub const DEVICES_FILE: &str = "/run/macroflow_tiu.devices";
 /// The TiU UDP port when none is given: both ends must use the same.
 pub const DEFAULT_PORT: u16 = 8899;
@@ -261,7 +263,10 @@ fn load_and_pin(_o: &EnableOptions) -> Result<()> {
 fn load_and_pin(o: &EnableOptions) -> Result<()> {
     ensure_bpffs()?;
     let mut object = std::mem::MaybeUninit::uninit();
-    let mut sk = crate::load(&mut object, o.port)?;
+    // macroflow_ccc loaded first: TiU's connections go into the map it reads (its grouping
+    // follows TiU), else it reuses this one when it loads (crates/ccc-bpf's TIU_CONNS_PIN).
+    let ccc = std::path::Path::new(CCC_TIU_CONNS_PIN);
+    let mut sk = crate::load(&mut object, o.port, ccc.exists().then_some(ccc))?;
     let cg = std::fs::File::open(&o.cgroup)
         .map_err(|e| Error(format!("opening the cgroup {}: {e}", o.cgroup.display())))?;
     let pin = |sk: &mut crate::skel::TiuTcSkel<'_>| -> Result<()> {
@@ -269,7 +274,7 @@ fn load_and_pin(o: &EnableOptions) -> Result<()> {
         let d = &o.pin_dir;
         std::fs::create_dir_all(d).map_err(|e| Error(format!("{}: {e}", d.display())))?;
         let p = |e: libbpf_rs::Error| Error(format!("pinning under {}: {e}", d.display()));
-        sk.maps.conns.pin(d.join("conns")).map_err(p)?;
+        sk.maps.tiu_conns.pin(d.join("conns")).map_err(p)?;
         sk.maps.ids.pin(d.join("ids")).map_err(p)?;
         sk.maps.rules.pin(d.join("rules")).map_err(p)?;
         sk.maps.stats.pin(d.join("stats")).map_err(p)?;

@@ -324,7 +324,7 @@ impl Loaded<'_> {
         self.skel
             .borrow()
             .maps
-            .conns
+            .tiu_conns
             .update(bytes_of(k), bytes_of(v), libbpf_rs::MapFlags::ANY)
             .map_err(|e| Error(format!("conns map: {e}")))
     }
@@ -358,7 +358,7 @@ impl Loaded<'_> {
             .skel
             .borrow()
             .maps
-            .conns
+            .tiu_conns
             .lookup(bytes_of(k), libbpf_rs::MapFlags::ANY)
             .map_err(|e| Error(format!("conns map: {e}")))?;
         Ok(v.map(|b| {
@@ -380,7 +380,7 @@ impl Loaded<'_> {
                     Ok(Some(v)) if u32::from_ne_bytes(v[8..12].try_into().unwrap()) == 0)
             })
             .count();
-        (sk.maps.conns.keys().count(), open)
+        (sk.maps.tiu_conns.keys().count(), open)
     }
 
     fn run(prog: &libbpf_rs::ProgramMut<'_>, frame: &[u8], flags: u32) -> Result<(u32, Vec<u8>)> {
@@ -507,13 +507,16 @@ impl Loaded<'_> {
     }
 }
 
-/// Opens and loads the object with `tiu_port` (host byte order) as the TiU UDP port.
+/// Opens and loads the object with `tiu_port` (host byte order) as the TiU UDP port; with
+/// `share_conns`, its `conns` map is that pinned map (macroflow_ccc's `tiu_conns`), emptied.
 #[cfg(not(tiu_bpf_missing))]
-pub(crate) fn load(
-    object: &mut std::mem::MaybeUninit<libbpf_rs::OpenObject>,
+pub(crate) fn load<'o>(
+    object: &'o mut std::mem::MaybeUninit<libbpf_rs::OpenObject>,
     tiu_port: u16,
-) -> Result<skel::TiuTcSkel<'_>> {
+    share_conns: Option<&std::path::Path>,
+) -> Result<skel::TiuTcSkel<'o>> {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+    use libbpf_rs::MapCore;
     let mut open = skel::TiuTcSkelBuilder::default()
         .open(object)
         .map_err(|e| Error(format!("opening the BPF object: {e}")))?;
@@ -522,8 +525,43 @@ pub(crate) fn load(
         .as_deref_mut()
         .ok_or_else(|| Error("the program's read-only data is not mapped".into()))?
         .cfg_tiu_port = tiu_port.to_be();
-    open.load()
-        .map_err(|e| Error(format!("loading (the verifier's log is above): {e}")))
+    let shared = match share_conns {
+        None => None,
+        Some(path) => {
+            let m = libbpf_rs::MapHandle::from_pinned_path(path)
+                .map_err(|e| Error(format!("opening {}: {e}", path.display())))?;
+            let want = &open.maps.tiu_conns;
+            // reuse_fd takes any map: one of another shape would be read with the wrong layout.
+            if m.map_type() != want.map_type()
+                || m.key_size() != want.key_size()
+                || m.value_size() != want.value_size()
+                || m.max_entries() != want.max_entries()
+            {
+                return Err(Error(format!(
+                    "{} is not the connections map this build makes (loaded by another build?)",
+                    path.display()
+                )));
+            }
+            use std::os::fd::AsFd;
+            open.maps
+                .tiu_conns
+                .reuse_fd(m.as_fd())
+                .map_err(|e| Error(format!("sharing {}: {e}", path.display())))?;
+            Some(m)
+        }
+    };
+    let sk = open
+        .load()
+        .map_err(|e| Error(format!("loading (the verifier's log is above): {e}")))?;
+    if let Some(m) = shared {
+        // Entries an earlier TiU left (connections that closed after it was disabled): nothing
+        // removes them but TiU's close callback, and they would be taken for live ones.
+        let keys: Vec<Vec<u8>> = m.keys().collect();
+        for k in keys {
+            let _ = m.delete(&k); // gone meanwhile (LRU) is as good
+        }
+    }
+    Ok(sk)
 }
 
 /// Loads both programs with `tiu_port` (host byte order) as the TiU UDP port, not attached to any
@@ -531,7 +569,7 @@ pub(crate) fn load(
 #[cfg(not(tiu_bpf_missing))]
 pub fn with_loaded<R>(tiu_port: u16, f: impl FnOnce(&Loaded<'_>) -> R) -> Result<R> {
     let mut object = std::mem::MaybeUninit::uninit();
-    let skel = load(&mut object, tiu_port)?;
+    let skel = load(&mut object, tiu_port, None)?;
     let loaded = Loaded {
         skel: std::cell::RefCell::new(skel),
     };
