@@ -311,7 +311,7 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
  * to its host pair's TiU group, which ECMP keeps on one path; the pair's plain TCP connections
  * (fallen back, a rule's `never`, the 33rd) stay in the address pair's group, which ECMP may
  * spread. Decided when it joins (established: its handshake has settled TiU or plain), again at
- * each rejoin. A rule's or the application's group is left alone.
+ * each rejoin and reclassify. A rule's or the application's group is left alone.
  */
 static __always_inline void tiu_group(struct sock *sk, struct mf_group_key *key)
 {
@@ -342,7 +342,9 @@ static __always_inline void tiu_group(struct sock *sk, struct mf_group_key *key)
 	k.sport = bpf_htons(c->skc_num);
 	k.dport = c->skc_dport;
 	v = bpf_map_lookup_elem(&tiu_conns, &k);
-	key->kind = v && READ_ONCE(v->state) != TIU_ST_PLAIN ? MF_GROUP_TIU : MF_GROUP_PAIR;
+	/* An ID over 31 is a refused one (255): its segments go as plain TCP, as fallen back. */
+	key->kind = v && READ_ONCE(v->state) != TIU_ST_PLAIN && v->conn_id <= 31 ? MF_GROUP_TIU
+									      : MF_GROUP_PAIR;
 }
 
 /* ---- The coupling glue --------------------------------------------------------------------- */
@@ -937,9 +939,14 @@ void BPF_PROG(mf_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	if (!st->coupled && !st->pending)
 		return;
 	if (all_acked_after_close(sk)) {
-		/* A connection moved by reclassify and waiting to join its new group joins none. */
-		if (leave_group(st))
-			count(MF_ST_LEFT_AT_CLOSE);
+		if (st->coupled) {
+			if (leave_group(st))
+				count(MF_ST_LEFT_AT_CLOSE);
+		} else {
+			/* Waiting to join again (moved by reclassify, or taken out as stale): it joins
+			 * none now (not a never_joined: its handshake is long over). */
+			st->pending = 0;
+		}
 		st->why = MF_WHY_CLOSED;
 		return;
 	}

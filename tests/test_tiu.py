@@ -10,6 +10,8 @@ why. (The data path itself is tested in crates/tiu-bpf: vectors.rs, wire.rs, fal
 from __future__ import annotations
 
 import os
+import select
+import signal
 import subprocess
 import time
 import uuid
@@ -126,17 +128,33 @@ def test_enable_status_and_disable_through_the_cli(pair: Tuple[str, str]) -> Non
     assert "tiu_egress" not in filters, filters
 
 
+# Both ends send, with macroflow_ccc (the listeners' setting goes to the connections they accept):
+# a connection joins its group at its first ACK of data, so the server's are grouped too, by the
+# entries TiU learned from the client's SYNs.
 GROUP_SERVER = """import socket, threading
 def drain(c):
-    while c.recv(65536):
+    try:
+        while c.recv(65536):
+            pass
+    except OSError:
+        pass
+def pump(c):
+    try:
+        while True:
+            c.sendall(b'y' * 65536)
+    except OSError:
         pass
 ls = []
 for port in (5201, 5202):
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('10.84.0.2', port)); s.listen(16)
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b'macroflow_ccc')
+    s.bind(('10.84.0.2', port)); s.listen(16)
     ls.append(s)
 def serve(s):
     while True:
-        c, _ = s.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()
+        c, _ = s.accept()
+        for f in (drain, pump):
+            threading.Thread(target=f, args=(c,), daemon=True).start()
 for s in ls:
     threading.Thread(target=serve, args=(s,), daemon=True).start()
 print('listening', flush=True)
@@ -150,6 +168,12 @@ stop = False
 def pump(s):
     while not stop:
         s.sendall(b'x' * 65536)
+def drain(s):
+    try:
+        while s.recv(65536):
+            pass
+    except OSError:
+        pass
 socks = []
 for port in (5201, 5201, 5202):
     s = socket.socket(); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b'macroflow_ccc')
@@ -157,6 +181,8 @@ for port in (5201, 5201, 5202):
 ts = [threading.Thread(target=pump, args=(s,)) for s in socks]
 for t in ts:
     t.start()
+for s in socks:
+    threading.Thread(target=drain, args=(s,), daemon=True).start()
 time.sleep(0.5)
 print('sending', flush=True)
 sys.stdin.readline()
@@ -164,9 +190,16 @@ stop = True
 for t in ts:
     t.join()
 for s in socks:
+    s.shutdown(socket.SHUT_RDWR)
     s.close()
 print('done', flush=True)
 """
+
+
+def _readline(p: subprocess.Popen, timeout: float) -> str:
+    """A line of a child's output, or "" after `timeout` (a stuck child fails the test)."""
+    r, _, _ = select.select([p.stdout], [], [], timeout)
+    return p.stdout.readline().strip() if r else ""
 
 
 @needs_root
@@ -195,25 +228,30 @@ def test_grouping_follows_tiu_its_plain_connections_apart(pair: Tuple[str, str],
         else:
             enable_tiu()
             ccc.load()
+        # Each in a session of its own, killed as a group: `ip netns exec` execs the command.
         srv = subprocess.Popen(["ip", "netns", "exec", b, "python3", "-c", GROUP_SERVER], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, text=True, start_new_session=True)
         cl = None
         try:
             assert srv.stdout.readline().strip() == "listening"
-            cl = subprocess.Popen(["ip", "netns", "exec", a, "timeout", "30", "python3", "-c", GROUP_CLIENT],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            assert cl.stdout.readline().strip() == "sending"
+            cl = subprocess.Popen(["ip", "netns", "exec", a, "python3", "-c", GROUP_CLIENT], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
+            assert _readline(cl, 30) == "sending"
             live = {g["name"]: g for g in ccc.status()["groups"] if g["members"]}
             cl.stdin.write("\n")
             cl.stdin.flush()
-            assert cl.stdout.readline().strip() == "done"
+            assert _readline(cl, 30) == "done"
         finally:
             for p in (cl, srv):
                 if p is not None:
-                    p.kill()
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
                     p.wait()
         assert sorted((n, len(g["members"])) for n, g in live.items()) == [
-            ("pair 10.84.0.1 -> 10.84.0.2", 1), ("tiu pair 10.84.0.1 -> 10.84.0.2", 2)], live
+            ("pair 10.84.0.1 -> 10.84.0.2", 1), ("pair 10.84.0.2 -> 10.84.0.1", 1),
+            ("tiu pair 10.84.0.1 -> 10.84.0.2", 2), ("tiu pair 10.84.0.2 -> 10.84.0.1", 2)], live
         assert all(not g["inconsistencies"] for g in live.values())
         c = tiu.status()["counters"]
         assert c["alloc"] == 2 and c["fallback"] == 0 and c["eg_data"] > 0, c

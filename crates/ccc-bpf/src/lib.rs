@@ -429,13 +429,17 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
         let m = MapHandle::from_pinned_path(tiu)
             .map_err(|e| bpf_err(&format!("opening {}", tiu.display()), e))?;
         let want = &open.maps.tiu_conns;
-        if m.map_type() != want.map_type()
+        // Its name too: reuse_fd renames this map after the kernel's, and the skeleton finds
+        // maps by name (TiU of an older build named it `conns`).
+        if m.name() != want.name()
+            || m.map_type() != want.map_type()
             || m.key_size() != want.key_size()
             || m.value_size() != want.value_size()
             || m.max_entries() != want.max_entries()
         {
             return err(format!(
-                "{} is not the connections map this build of TiU makes (enabled by another build?)",
+                "{} is not the connections map this build of TiU makes (enabled by another \
+                 build? `macroflow tiu disable` and enable it again)",
                 tiu.display()
             ));
         }

@@ -363,7 +363,8 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
             pin_dir.display()
         ));
     }
-    let connections = map(pin_dir, "conns")?.keys().count();
+    let conns = map(pin_dir, "conns")?;
+    let connections = conns.keys().count();
     let devs = devices();
     let mut not_detached = Vec::new();
     let mut left = Vec::new();
@@ -423,6 +424,12 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
         ));
     }
     remove_pins(pin_dir);
+    // macroflow_ccc may hold the map (shared, `tiu_conns`) after the pins go: nothing here would
+    // remove an entry any more, and its grouping would take them for connections TiU carries.
+    let keys: Vec<Vec<u8>> = conns.keys().collect();
+    for k in keys {
+        let _ = conns.delete(&k); // gone meanwhile (LRU) is as good
+    }
     Ok(Disabled {
         devices: devs,
         connections,

@@ -531,8 +531,10 @@ pub(crate) fn load<'o>(
             let m = libbpf_rs::MapHandle::from_pinned_path(path)
                 .map_err(|e| Error(format!("opening {}: {e}", path.display())))?;
             let want = &open.maps.tiu_conns;
-            // reuse_fd takes any map: one of another shape would be read with the wrong layout.
-            if m.map_type() != want.map_type()
+            // reuse_fd takes any map: one of another shape would be read with the wrong layout;
+            // and it renames this one after the kernel's (the skeleton finds maps by name).
+            if m.name() != want.name()
+                || m.map_type() != want.map_type()
                 || m.key_size() != want.key_size()
                 || m.value_size() != want.value_size()
                 || m.max_entries() != want.max_entries()
