@@ -426,10 +426,7 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
     remove_pins(pin_dir);
     // macroflow_ccc may hold the map (shared, `tiu_conns`) after the pins go: nothing here would
     // remove an entry any more, and its grouping would take them for connections TiU carries.
-    let keys: Vec<Vec<u8>> = conns.keys().collect();
-    for k in keys {
-        let _ = conns.delete(&k); // gone meanwhile (LRU) is as good
-    }
+    crate::empty(&conns);
     Ok(Disabled {
         devices: devs,
         connections,

@@ -558,12 +558,18 @@ pub(crate) fn load<'o>(
     if let Some(m) = shared {
         // Entries an earlier TiU left (connections that closed after it was disabled): nothing
         // removes them but TiU's close callback, and they would be taken for live ones.
-        let keys: Vec<Vec<u8>> = m.keys().collect();
-        for k in keys {
-            let _ = m.delete(&k); // gone meanwhile (LRU) is as good
-        }
+        empty(&m);
     }
     Ok(sk)
+}
+
+/// Deletes every entry of `m` (one gone meanwhile, evicted from an LRU map, is as good).
+pub(crate) fn empty(m: &libbpf_rs::MapHandle) {
+    use libbpf_rs::MapCore;
+    let keys: Vec<Vec<u8>> = m.keys().collect();
+    for k in keys {
+        let _ = m.delete(&k);
+    }
 }
 
 /// Loads both programs with `tiu_port` (host byte order) as the TiU UDP port, not attached to any

@@ -119,36 +119,23 @@ impl Bed {
     }
 
     pub fn attach(&self, ns: &str, dev: &str, eg: &str, ing: &str) {
-        sh(&[
-            "tc",
-            "-n",
-            ns,
-            "filter",
-            "add",
-            "dev",
-            dev,
-            "egress",
-            "bpf",
-            "da",
-            "object-pinned",
-            eg,
-        ])
-        .unwrap();
-        sh(&[
-            "tc",
-            "-n",
-            ns,
-            "filter",
-            "add",
-            "dev",
-            dev,
-            "ingress",
-            "bpf",
-            "da",
-            "object-pinned",
-            ing,
-        ])
-        .unwrap();
+        for (point, prog) in [("egress", eg), ("ingress", ing)] {
+            sh(&[
+                "tc",
+                "-n",
+                ns,
+                "filter",
+                "add",
+                "dev",
+                dev,
+                point,
+                "bpf",
+                "da",
+                "object-pinned",
+                prog,
+            ])
+            .unwrap();
+        }
     }
 
     /// Takes both programs off `dev` (a host without TiU).
