@@ -301,6 +301,7 @@ static __always_inline int classify(struct sock *sk, struct mf_group_key *key, _
 		key->family = (__u8)family;
 		__builtin_memcpy(key->saddr, saddr, 16);
 		__builtin_memcpy(key->daddr, w.daddr, 16);
+		key->netns = c->skc_net.net->net_cookie;
 	}
 	return uncoupled ? -1 : 0;
 }
@@ -341,6 +342,7 @@ static __always_inline void tiu_group(struct sock *sk, struct mf_group_key *key)
 	}
 	k.sport = bpf_htons(c->skc_num);
 	k.dport = c->skc_dport;
+	k.netns = key->netns;
 	v = bpf_map_lookup_elem(&tiu_conns, &k);
 	/* An ID over 31 is a refused one (255): its segments go as plain TCP, as fallen back. */
 	key->kind = v && READ_ONCE(v->state) != TIU_ST_PLAIN && v->conn_id <= 31 ? MF_GROUP_TIU
@@ -397,8 +399,9 @@ static __always_inline int same_key(const struct mf_group_key *a, const struct m
 {
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
 
-	_Static_assert(sizeof(struct mf_group_key) == 40, "key of five words");
-	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
+	_Static_assert(sizeof(struct mf_group_key) == 48, "key of six words");
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4] &&
+	       x[5] == y[5];
 }
 
 #define TCP_SYN_SENT 2

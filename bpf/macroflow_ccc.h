@@ -70,6 +70,8 @@ struct mf_group_key {
 	__u32 id;    /* MF_GROUP_ID: the group number */
 	__u8 saddr[16];
 	__u8 daddr[16];
+	__u64 netns; /* a pair's network namespace (its cookie): the same addresses in two namespaces
+		      * are two paths; 0 for an id (a group the user named spans namespaces) */
 };
 
 /* A rule: which connections go to which group with which priority. Rules are tried in order

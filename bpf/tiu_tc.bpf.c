@@ -200,9 +200,19 @@ struct where {
 	__u32 l4_len; /* bytes from l4 to the end of the IP packet */
 	__u32 saddr[4];
 	__u32 daddr[4];
+	__u64 netns;  /* the network namespace's cookie (every map key starts with it) */
 	__u8 family;
 	__u8 proto;
 };
+
+/* The network namespace the packet is in: its device's, on egress and ingress alike
+ * (BPF_PROG_TEST_RUN gives a frame the runner's loopback device). */
+static __always_inline __u64 skb_netns(struct __sk_buff *skb)
+{
+	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+
+	return BPF_CORE_READ(k, dev, nd_net.net, net_cookie);
+}
 
 /* Parses Ethernet and IPv4 (no fragment) or IPv6 (no extension header). 0 on success. */
 static __always_inline int locate(struct __sk_buff *skb, struct where *w)
@@ -213,6 +223,7 @@ static __always_inline int locate(struct __sk_buff *skb, struct where *w)
 	if ((void *)(eth + 1) > end)
 		return -1;
 	w->l3 = ETH_HLEN;
+	w->netns = skb_netns(skb);
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = data + ETH_HLEN;
 		__u32 ihl, tot;
@@ -531,6 +542,7 @@ int tiu_egress(struct __sk_buff *skb)
 	key.sport = t[0] & 0xffff;
 	key.dport = t[0] >> 16;
 	key.family = w.family;
+	key.netns = w.netns;
 	conn = bpf_map_lookup_elem(&tiu_conns, &key);
 	if (!conn)
 		return TC_ACT_OK;
@@ -749,6 +761,7 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 	ik.udp_sport = u[0] & 0xffff;
 	ik.udp_dport = u[0] >> 16;
 	ik.family = w->family;
+	ik.netns = w->netns;
 	ik.conn_id = id;
 	iv.sport = u[5] & 0xffff;
 	iv.dport = u[5] >> 16;
@@ -758,6 +771,7 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 	ck.sport = iv.dport;
 	ck.dport = iv.sport;
 	ck.family = w->family;
+	ck.netns = w->netns;
 	mine = bpf_map_lookup_elem(&tiu_conns, &ck);
 	if (ack) {
 		/* Only the answer to a SYN this host sent as TiU, with its ID or a refusal: an
@@ -876,6 +890,7 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 	ck.sport = t[0] >> 16;
 	ck.dport = t[0] & 0xffff;
 	ck.family = w->family;
+	ck.netns = w->netns;
 	c = bpf_map_lookup_elem(&tiu_conns, &ck);
 	flags = ((__u8 *)t)[13];
 	if (!c) {
@@ -899,6 +914,7 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 		__builtin_memcpy(pk.saddr, w->saddr, 16);
 		__builtin_memcpy(pk.daddr, w->daddr, 16);
 		pk.family = w->family;
+		pk.netns = w->netns;
 		last = bpf_map_lookup_elem(&peers, &pk);
 		if (!last || bpf_ktime_get_ns() - *last > PEER_FRESH_NS)
 			return TC_ACT_OK;
@@ -910,6 +926,7 @@ static __always_inline int raw_segment(struct __sk_buff *skb, struct where *w)
 		hk.sport = t[0] & 0xffff;
 		hk.dport = t[0] >> 16;
 		hk.family = w->family;
+		hk.netns = w->netns;
 		seq = bpf_map_lookup_elem(&held_syns, &hk);
 		if (seq && *seq == t[1]) {
 			bpf_map_delete_elem(&held_syns, &hk);
@@ -1047,6 +1064,7 @@ int tiu_ingress(struct __sk_buff *skb)
 		key.udp_sport = u[0] & 0xffff;
 		key.udp_dport = u[0] >> 16;
 		key.family = w.family;
+		key.netns = w.netns;
 		key.conn_id = ((b0 & 0x0f) << 1) | ((flags & TCP_URG) >> 5);
 		ports = bpf_map_lookup_elem(&ids, &key);
 		if (!ports) {
@@ -1065,6 +1083,7 @@ int tiu_ingress(struct __sk_buff *skb)
 			ck.sport = ports->dport;
 			ck.dport = ports->sport;
 			ck.family = w.family;
+			ck.netns = w.netns;
 			c = bpf_map_lookup_elem(&tiu_conns, &ck);
 			if (c)
 				move(c, TIU_ST_LEARNED, TIU_ST_CONFIRMED);
@@ -1129,6 +1148,7 @@ int tiu_ingress(struct __sk_buff *skb)
 		__builtin_memcpy(pk.saddr, w.saddr, 16);
 		__builtin_memcpy(pk.daddr, w.daddr, 16);
 		pk.family = w.family;
+		pk.netns = w.netns;
 		last = bpf_map_lookup_elem(&peers, &pk);
 		if (!last || now - *last > PEER_REFRESH_NS)
 			bpf_map_update_elem(&peers, &pk, &now, BPF_ANY);
@@ -1190,6 +1210,7 @@ static __always_inline struct tiu_conn_val *sockops_conn(struct bpf_sock_ops *sk
 	/* local_port is in host order; remote_port holds the network-order port in its top half. */
 	key.sport = bpf_htons((__u16)skops->local_port);
 	key.dport = (__u16)(skops->remote_port >> 16);
+	key.netns = bpf_get_netns_cookie(skops);
 	if (out)
 		*out = key;
 	return bpf_map_lookup_elem(&tiu_conns, &key);
@@ -1212,6 +1233,7 @@ static __always_inline void forget(struct bpf_sock_ops *skops)
 	ik.udp_sport = cv->udp_dport;
 	ik.udp_dport = cv->udp_sport;
 	ik.family = ck.family;
+	ik.netns = ck.netns;
 	ik.conn_id = cv->conn_id;
 	/* The ID entry lingers (closed): the peer's last segments (a FIN retransmitted because
 	 * this end's final ACK was lost) still reach the TIME_WAIT socket, whose answers go raw. */
@@ -1275,11 +1297,13 @@ static __always_inline int allocate(struct bpf_sock_ops *skops)
 	ik.udp_sport = cfg_tiu_port;
 	ik.udp_dport = cfg_tiu_port;
 	ik.family = ck.family;
+	ik.netns = ck.netns;
 	iv.sport = ck.dport;
 	iv.dport = ck.sport;
 	__builtin_memcpy(pk.saddr, ck.daddr, 16);
 	__builtin_memcpy(pk.daddr, ck.saddr, 16);
 	pk.family = ck.family;
+	pk.netns = ck.netns;
 	hint = bpf_map_lookup_elem(&next_id, &pk);
 	if (hint)
 		start = *hint;

@@ -3,6 +3,11 @@
  * tiu_tc.h: the maps' keys and values and the counters of bpf/tiu_tc.bpf.c, shared with user space
  * (crates/tiu-bpf reads and writes them with the same layout). Addresses and ports are in network
  * byte order, as they stand in the packet; an IPv4 address is in addr[0], the rest zero.
+ *
+ * Every key of a connection, an ID or a peer starts with the network namespace's cookie (the
+ * kernel's net_cookie: SO_NETNS_COOKIE in user space): two namespaces may use the same addresses
+ * (containers), and one namespace's entries must never translate another's segments. The rules
+ * are not per namespace: they hold in every namespace whose sockets tiu_sockops sees.
  */
 #ifndef TIU_TC_H
 #define TIU_TC_H
@@ -17,6 +22,7 @@
 
 /* Egress: a TCP connection that rides TiU, by its four-tuple as this host sends it. */
 struct tiu_conn_key {
+	__u64 netns; /* the network namespace's cookie */
 	__u32 saddr[4];
 	__u32 daddr[4];
 	__u16 sport;
@@ -50,6 +56,7 @@ struct tiu_conn_val {
 
 /* Ingress: a data header's Connection ID on a TiU port pair from a peer, to the TCP ports. */
 struct tiu_id_key {
+	__u64 netns;
 	__u32 saddr[4]; /* the datagram's source (the peer) */
 	__u32 daddr[4];
 	__u16 udp_sport;
@@ -89,10 +96,11 @@ struct tiu_rule_val {
 
 /* A peer whose TiU datagrams have arrived lately (the `peers` map): the UDP path works. */
 struct tiu_peer_key {
+	__u64 netns;
 	__u32 saddr[4]; /* the peer */
 	__u32 daddr[4]; /* this host */
 	__u8 family;
-	__u8 pad[3];
+	__u8 pad[7];
 };
 
 /* The mark a handshake segment's TiU copy carries through its second pass of tiu_egress. */

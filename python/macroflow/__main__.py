@@ -377,10 +377,22 @@ def tiu_enable(
 @tiu_app.command("disable")
 def tiu_disable() -> None:
     """Take TiU off every device; connections riding it stall unless their peer falls back."""
+    from macroflow import tiu
+
     r = _tiu("disable")
-    typer.echo(f"TiU disabled on {len(r['devices'])} devices ({r['connections']} connections were riding it)")
+    typer.echo(f"TiU disabled on {len(r['devices'])} devices ({r['connections']} connections were riding it); "
+               f"tiu_sockops detached from {', '.join(r['cgroups']) or 'no cgroup'}")
+    name = lambda d: d["dev"] + (f" (netns {d['netns']})" if d["netns"] else "")  # noqa: E731
     for d in r["gone"]:
-        typer.echo(f"{d['dev']}" + (f" (netns {d['netns']})" if d["netns"] else "") + " was gone: nothing to detach")
+        typer.echo(f"{name(d)} was gone: nothing to detach")
+    if r["restored"]:
+        typer.echo("offloads and gso_max_segs as before on " + ", ".join(name(d) for d in r["restored"]))
+    for why in r["not_restored"]:
+        typer.echo(f"settings not put back: {why}")
+    if r["rules"]:
+        typer.echo(f"{len(r['rules'])} rules removed (add them again after the next enable):")
+        for x in r["rules"]:
+            typer.echo("  " + tiu.format_rule(x))
 
 
 @tiu_app.command("status")

@@ -150,7 +150,11 @@ def format_status(st: Dict[str, Any]) -> str:
                                 if c else "settings unknown (loaded by an older build)")]
     if not [g for g in st["groups"] if g["members"]]:
         lines.append("no coupled connection")
+    names = [g["name"] for g in st["groups"]]
     for g in st["groups"]:
+        # The same address pair in two network namespaces is two groups: told apart by cookie.
+        if names.count(g["name"]) > 1 and g.get("netns"):
+            g = {**g, "name": f"{g['name']} (netns cookie {g['netns']})"}
         if not g["members"]:
             lines.append(f"{g['name']}: empty for {g['empty_for_s'] or 0:.1f} s (`macroflow linux gc` deletes idle groups)")
             continue

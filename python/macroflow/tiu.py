@@ -20,9 +20,10 @@ Incoming TiU connections are learned from their SYNs. A connection whose peer ha
 path drops the UDP port, falls back to plain TCP at once (happy eyeballs: its SYN goes as TiU and
 raw; the first answer decides). A 33rd connection to a host while 32 hold IDs runs plain TCP.
 
-Grouping follows: ``macroflow_ccc`` groups connections by address pair unless a rule says
-otherwise, and TiU gives each address pair one port pair, so the connections TiU puts on one port
-pair are one ctrlTCP group.
+Grouping follows: ``macroflow_ccc`` reads TiU's connections map, so by default the connections TiU
+carries between two hosts are one ctrlTCP group (``tiu pair A -> B``) and the pair's plain TCP
+connections (fallen back, ``never``, the 33rd) another (``pair A -> B``). Every key carries the
+network namespace: the same addresses in two namespaces are two host pairs.
 """
 
 from __future__ import annotations
@@ -60,15 +61,19 @@ def _devices(devices: Union[DeviceLike, Iterable[DeviceLike]]) -> List[Tuple[Opt
 def enable(devices: Union[DeviceLike, Sequence[DeviceLike]], port: int = DEFAULT_PORT, cgroup: Optional[str] = None) -> List[Dict[str, Any]]:
     """Enables TiU on ``devices`` (names, ``"NETNS:DEV"`` or ``(netns, dev)``), loading and pinning
     the programs first if needed; ``cgroup``: whose sockets' handshakes carry the Setup option
-    (default: the cgroup v2 root, every socket). Returns every device TiU runs on. Each device is checked
-    before anything changes."""
+    (default: the cgroup v2 root, every socket; a second ``enable`` with another cgroup adds it,
+    unless it is inside or around one served already). Returns every device TiU runs on. Each
+    device is checked, and its settings recorded for ``disable``, before anything changes."""
     if not 0 < port < 65536:
         raise ValueError(f"port must be 1-65535, got {port}")
     return list(_native._tiu_enable(_devices(devices), port, cgroup))
 
 
 def disable() -> Dict[str, Any]:
-    """Takes TiU off every device and removes the pins."""
+    """Takes TiU off every device (putting back the offloads and gso_max_segs it found), detaches
+    ``tiu_sockops`` from its cgroups and removes the pins. Returns what it did: ``devices``,
+    ``gone`` (nothing to detach), ``restored``, ``not_restored`` (why), ``rules`` (removed with
+    the pins), ``cgroups``, ``connections`` (that were riding TiU)."""
     return dict(_native._tiu_disable())
 
 
@@ -115,9 +120,11 @@ def format_rule(r: Dict[str, Any]) -> str:
 def format_status(st: Dict[str, Any]) -> str:
     lines = [f"TiU port {st['port']}; devices: "
              + (", ".join(d["dev"] + (f" (netns {d['netns']})" if d["netns"] else "") for d in st["devices"]) or "none")]
+    lines.append("Setup option for sockets in: " + (", ".join(st.get("cgroups") or []) or "no cgroup"))
     lines.append("rules: " + ("; ".join(format_rule(r) for r in st["rules"]) or "none (only learned connections)"))
     for p in st["host_pairs"]:
-        lines.append(f"{p['local']} -> {p['peer']}: UDP {p['udp_ports'][0]} -> {p['udp_ports'][1]}, "
+        ns = f" (netns {p['netns']})" if p.get("netns") else ""
+        lines.append(f"{p['local']} -> {p['peer']}{ns}: UDP {p['udp_ports'][0]} -> {p['udp_ports'][1]}, "
                      f"{len(p['connections'])} connections, {p['ids_held']} IDs held for the peer's segments")
         for c in p["connections"]:
             cid = "refused" if c["conn_id"] == 255 else f"ID {c['conn_id']:2d}"

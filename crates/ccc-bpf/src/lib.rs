@@ -88,6 +88,8 @@ pub struct GroupKey {
     pub id: u32,
     pub saddr: [u8; 16],
     pub daddr: [u8; 16],
+    /// A pair's network namespace cookie (SO_NETNS_COOKIE); 0 for a numbered group.
+    pub netns: u64,
 }
 
 /// `struct ccc_member`.
@@ -176,7 +178,7 @@ struct SockPrio {
 }
 
 /// `struct mf_conn` (only its size is checked here: user space never writes it).
-const CONN_SIZE: usize = 88;
+const CONN_SIZE: usize = 96;
 /// `cfg_stale_s` unless told otherwise: long past any RTO, so an idle connection's window has been
 /// restarted by the kernel anyway (tcp_slow_start_after_idle) when it is taken out.
 pub const DEFAULT_STALE_S: u32 = 30;
@@ -1238,7 +1240,7 @@ mod tests {
     #[test]
     fn layouts_match_the_c_headers() {
         // The sizes the verifier reported for bpf/macroflow_ccc.h's structs (vs=5264, vs=88).
-        assert_eq!(size_of::<GroupKey>(), 40);
+        assert_eq!(size_of::<GroupKey>(), 48);
         assert_eq!(size_of::<Member>(), 80);
         assert_eq!(size_of::<Group>(), 88 + 64 * 80);
         assert_eq!(size_of::<GroupVal>(), 5272);

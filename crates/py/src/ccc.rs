@@ -102,6 +102,7 @@ fn status<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py,
         gd.set_item("handovers", g.handovers)?;
         gd.set_item("inconsistencies", g.inconsistencies.clone())?;
         gd.set_item("empty_for_s", g.empty_for_s)?;
+        gd.set_item("netns", g.key.netns)?;
         let ms = PyList::empty(py);
         for m in &g.members {
             let md = PyDict::new(py);

@@ -67,6 +67,20 @@ fn disable<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py
     d.set_item("devices", dev_list(py, &r.devices)?)?;
     d.set_item("connections", r.connections)?;
     d.set_item("gone", dev_list(py, &r.gone)?)?;
+    d.set_item("restored", dev_list(py, &r.restored)?)?;
+    d.set_item("not_restored", r.not_restored.clone())?;
+    let rules = PyList::empty(py);
+    for x in &r.rules {
+        rules.append(rule_dict(py, x)?)?;
+    }
+    d.set_item("rules", rules)?;
+    d.set_item(
+        "cgroups",
+        r.cgroups
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>(),
+    )?;
     Ok(d)
 }
 
@@ -92,6 +106,13 @@ fn status<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py,
     let d = PyDict::new(py);
     d.set_item("port", s.port)?;
     d.set_item("devices", dev_list(py, &s.devices)?)?;
+    d.set_item(
+        "cgroups",
+        s.cgroups
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>(),
+    )?;
     let rules = PyList::empty(py);
     for r in &s.rules {
         rules.append(rule_dict(py, r)?)?;
@@ -100,6 +121,7 @@ fn status<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py,
     let pairs = PyList::empty(py);
     for p in &s.pairs {
         let pd = PyDict::new(py);
+        pd.set_item("netns", p.netns.clone())?;
         pd.set_item("local", p.local.to_string())?;
         pd.set_item("peer", p.peer.to_string())?;
         pd.set_item("udp_ports", p.udp_ports)?;

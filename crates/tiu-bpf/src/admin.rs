@@ -2,7 +2,8 @@
 //! maps are pinned under [`PIN_DIR`] (they outlive the command), `tiu_sockops` is attached to a
 //! cgroup (its link pinned), and both tc programs to each named device (in its network namespace,
 //! entered for the attach only) with the offloads a TiU device needs. The devices are recorded in
-//! [`DEVICES_FILE`] so `disable` and `status` find them.
+//! [`DEVICES_FILE`], with the settings they had before, so `disable` and `status` find them and
+//! `disable` puts the settings back; the cgroups in [`CGROUPS_FILE`].
 
 use crate::{ConnKey, ConnVal, Error, IdKey, Result, Rule, RuleKey, RuleVal, State, STAT_NAMES};
 use libbpf_rs::MapCore;
@@ -12,11 +13,13 @@ pub const PIN_DIR: &str = "/sys/fs/bpf/macroflow_tiu";
 /// macroflow_ccc's view of TiU's connections (crates/ccc-bpf pins it there): shared when present.
 pub const CCC_TIU_CONNS_PIN: &str = "/sys/fs/bpf/macroflow_ccc/tiu_conns";
 pub const DEVICES_FILE: &str = "/run/macroflow_tiu.devices";
+/// The cgroups `tiu_sockops` is attached to: a line each, its link's pin name and the path.
+pub const CGROUPS_FILE: &str = "/run/macroflow_tiu.cgroups";
 /// The TiU UDP port when none is given: both ends must use the same.
 pub const DEFAULT_PORT: u16 = 8899;
 
 const MAPS: [&str; 5] = ["conns", "ids", "rules", "stats", "config"];
-const PROGS: [&str; 3] = ["egress", "ingress", "listeners"];
+const PROGS: [&str; 4] = ["egress", "ingress", "listeners", "sockops_prog"];
 
 fn err<T>(s: impl Into<String>) -> Result<T> {
     Err(Error(s.into()))
@@ -30,18 +33,124 @@ pub struct Device {
     pub dev: String,
 }
 
-impl Device {
-    fn record(&self) -> String {
-        format!("{} {}", self.netns.as_deref().unwrap_or("-"), self.dev)
+/// The offload words `enable` changes, as `ethtool -K` names them, with the feature `ethtool -k`
+/// shows for each.
+const OFFLOADS: [(&str, &str); 4] = [
+    ("tx", "tx-checksumming"),
+    ("tso", "tcp-segmentation-offload"),
+    ("gso", "generic-segmentation-offload"),
+    ("gro", "generic-receive-offload"),
+];
+
+/// A device's settings before TiU changed them (`disable` puts them back).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Before {
+    /// (`ethtool -K` word, on) for each of [`OFFLOADS`].
+    pub offloads: Vec<(String, bool)>,
+    pub gso_max_segs: u32,
+}
+
+/// A device TiU runs on, as recorded: with its settings from before (None: recorded by an older
+/// build, nothing to put back).
+#[derive(Clone, Debug)]
+struct Recorded {
+    dev: Device,
+    before: Option<Before>,
+}
+
+impl Recorded {
+    fn line(&self) -> String {
+        let mut l = format!(
+            "{} {}",
+            self.dev.netns.as_deref().unwrap_or("-"),
+            self.dev.dev
+        );
+        if let Some(b) = &self.before {
+            let o: Vec<String> = b
+                .offloads
+                .iter()
+                .map(|(k, on)| format!("{k}={}", if *on { "on" } else { "off" }))
+                .collect();
+            l += &format!(" {} gso_max_segs={}", o.join(","), b.gso_max_segs);
+        }
+        l
     }
 
-    fn parse(line: &str) -> Option<Device> {
-        let (ns, dev) = line.trim().split_once(' ')?;
-        Some(Device {
-            netns: (ns != "-").then(|| ns.to_string()),
-            dev: dev.to_string(),
+    fn parse(line: &str) -> Option<Recorded> {
+        let mut f = line.split_whitespace();
+        let (ns, dev) = (f.next()?, f.next()?);
+        let before = match (f.next(), f.next()) {
+            (Some(o), Some(g)) => Some(Before {
+                offloads: o
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_string(), v == "on"))
+                    .collect(),
+                gso_max_segs: g.strip_prefix("gso_max_segs=")?.parse().ok()?,
+            }),
+            _ => None,
+        };
+        Some(Recorded {
+            dev: Device {
+                netns: (ns != "-").then(|| ns.to_string()),
+                dev: dev.to_string(),
+            },
+            before,
         })
     }
+}
+
+/// `args` prefixed to run in `netns` (`ip netns exec`).
+fn in_ns<'a>(netns: Option<&'a str>, args: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<&str> = match netns {
+        Some(n) => vec!["ip", "netns", "exec", n],
+        None => vec![],
+    };
+    v.extend_from_slice(args);
+    v
+}
+
+/// What `dev` has now of the settings `enable` changes.
+fn settings(d: &Device) -> Result<Before> {
+    let ns = d.netns.as_deref();
+    let k = output(&in_ns(ns, &["ethtool", "-k", &d.dev]))?;
+    let mut offloads = Vec::new();
+    for (word, feature) in OFFLOADS {
+        let on = k
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(feature)?.strip_prefix(':'))
+            .map(|v| v.trim_start().starts_with("on"))
+            .ok_or_else(|| Error(format!("ethtool -k {d}: no {feature}")))?;
+        offloads.push((word.to_string(), on));
+    }
+    let link = output(&in_ns(ns, &["ip", "-d", "link", "show", "dev", &d.dev]))?;
+    let mut words = link.split_whitespace();
+    let gso_max_segs = words
+        .by_ref()
+        .find(|w| *w == "gso_max_segs")
+        .and(words.next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Error(format!("ip -d link show {d}: no gso_max_segs")))?;
+    Ok(Before {
+        offloads,
+        gso_max_segs,
+    })
+}
+
+/// Puts `b` back on `d`.
+fn restore(d: &Device, b: &Before) -> Result<()> {
+    let ns = d.netns.as_deref();
+    let mut args = vec!["ethtool", "-K", d.dev.as_str()];
+    for (k, on) in &b.offloads {
+        args.push(k);
+        args.push(if *on { "on" } else { "off" });
+    }
+    run(&in_ns(ns, &args))?;
+    let segs = b.gso_max_segs.to_string();
+    run(&in_ns(
+        ns,
+        &["ip", "link", "set", "dev", &d.dev, "gso_max_segs", &segs],
+    ))
 }
 
 impl std::fmt::Display for Device {
@@ -54,10 +163,7 @@ impl std::fmt::Display for Device {
 }
 
 /// Runs `f` in a thread that has entered `netns` (the caller's own namespace is never left).
-pub(crate) fn in_netns<R: Send>(
-    netns: Option<&str>,
-    f: impl FnOnce() -> Result<R> + Send,
-) -> Result<R> {
+pub fn in_netns<R: Send>(netns: Option<&str>, f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Some(n) = netns {
@@ -90,7 +196,7 @@ fn ifindex(dev: &str) -> Result<i32> {
     Ok(i as i32)
 }
 
-fn run(args: &[&str]) -> Result<()> {
+fn output(args: &[&str]) -> Result<String> {
     let out = std::process::Command::new(args[0])
         .args(&args[1..])
         .output()
@@ -102,24 +208,56 @@ fn run(args: &[&str]) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn write_devices(ds: &[Device]) -> Result<()> {
+fn run(args: &[&str]) -> Result<()> {
+    output(args).map(|_| ())
+}
+
+fn write_records(ds: &[Recorded]) -> Result<()> {
     if ds.is_empty() {
         let _ = std::fs::remove_file(DEVICES_FILE);
         return Ok(());
     }
-    let text: String = ds.iter().map(|d| d.record() + "\n").collect();
+    let text: String = ds.iter().map(|d| d.line() + "\n").collect();
     std::fs::write(DEVICES_FILE, text).map_err(|e| Error(format!("{DEVICES_FILE}: {e}")))
 }
 
-fn devices() -> Vec<Device> {
+fn records() -> Vec<Recorded> {
     std::fs::read_to_string(DEVICES_FILE)
         .unwrap_or_default()
         .lines()
-        .filter_map(Device::parse)
+        .filter_map(Recorded::parse)
         .collect()
+}
+
+fn devices() -> Vec<Device> {
+    records().into_iter().map(|r| r.dev).collect()
+}
+
+/// The cgroups `tiu_sockops` is attached to: (its link's pin name, the path).
+fn cgroups() -> Vec<(String, PathBuf)> {
+    std::fs::read_to_string(CGROUPS_FILE)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (pin, path) = l.split_once(' ')?;
+            Some((pin.to_string(), PathBuf::from(path)))
+        })
+        .collect()
+}
+
+fn write_cgroups(cs: &[(String, PathBuf)]) -> Result<()> {
+    if cs.is_empty() {
+        let _ = std::fs::remove_file(CGROUPS_FILE);
+        return Ok(());
+    }
+    let text: String = cs
+        .iter()
+        .map(|(p, c)| format!("{p} {}\n", c.display()))
+        .collect();
+    std::fs::write(CGROUPS_FILE, text).map_err(|e| Error(format!("{CGROUPS_FILE}: {e}")))
 }
 
 /// The cgroup v2 hierarchy's root (the first cgroup2 mount: /sys/fs/cgroup on a unified
@@ -179,6 +317,19 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
             ));
         }
     }
+    let cgroup = o
+        .cgroup
+        .canonicalize()
+        .map_err(|e| Error(format!("{}: {e}", o.cgroup.display())))?;
+    let mut known = records();
+    // The settings of each device TiU is new on, read before anything changes (a second enable
+    // must not record TiU's own settings as the device's).
+    let mut before = Vec::new();
+    for d in &o.devices {
+        if !known.iter().any(|r| r.dev == *d) {
+            before.push((d.clone(), settings(d)?));
+        }
+    }
     if is_enabled(&o.pin_dir) {
         let port = configured_port(&o.pin_dir)?;
         if port != o.port {
@@ -187,8 +338,9 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
                 o.port
             ));
         }
+        attach_cgroup(&o.pin_dir, &cgroup)?;
     } else {
-        load_and_pin(o)?;
+        load_and_pin(o, &cgroup)?;
     }
     let (eg, ing) = (
         libbpf_rs::Program::fd_from_pinned_path(o.pin_dir.join("egress")),
@@ -198,22 +350,27 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
         eg.map_err(|e| Error(format!("the pinned egress program: {e}")))?,
         ing.map_err(|e| Error(format!("the pinned ingress program: {e}")))?,
     );
-    let mut known = devices();
     for d in &o.devices {
         let ns = d.netns.as_deref();
+        // Recorded first: if anything below fails, `disable` still finds it and puts its
+        // settings back.
+        if let Some(i) = before.iter().position(|(b, _)| b == d) {
+            known.push(Recorded {
+                dev: d.clone(),
+                before: Some(before.swap_remove(i).1),
+            });
+            write_records(&known)?;
+        }
         // The offloads a TiU device needs (crates/tiu-bpf/README.md says why).
-        let mut ethtool = vec![
-            "ethtool", "-K", &d.dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-        ];
-        let mut ip = vec!["ip", "link", "set", "dev", &d.dev, "gso_max_segs", "1"];
-        let prefix: Vec<&str> = match ns {
-            Some(n) => vec!["ip", "netns", "exec", n],
-            None => vec![],
-        };
-        ethtool.splice(0..0, prefix.iter().copied());
-        ip.splice(0..0, prefix.iter().copied());
-        run(&ethtool)?;
-        run(&ip)?;
+        let mut ethtool = vec!["ethtool", "-K", &d.dev];
+        for (word, _) in OFFLOADS {
+            ethtool.extend([word, "off"]);
+        }
+        run(&in_ns(ns, &ethtool))?;
+        run(&in_ns(
+            ns,
+            &["ip", "link", "set", "dev", &d.dev, "gso_max_segs", "1"],
+        ))?;
         in_netns(ns, || {
             use std::os::fd::AsFd;
             let idx = ifindex(&d.dev)?;
@@ -231,11 +388,6 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
             }
             Ok(())
         })?;
-        // Recorded at once: if a later device fails, `disable` still finds this one.
-        if !known.contains(d) {
-            known.push(d.clone());
-            write_devices(&known)?;
-        }
     }
     // Listeners opened before TiU was enabled: their SYN-ACKs get the Setup option from now on.
     let it = libbpf_rs::Program::fd_from_pinned_path(o.pin_dir.join("listeners"))
@@ -247,12 +399,76 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
         use std::os::fd::AsFd;
         crate::upgrade_listeners(it.as_fd(), ns)?;
     }
-    write_devices(&known)?;
-    Ok(known)
+    Ok(known.into_iter().map(|r| r.dev).collect())
+}
+
+/// Attaches the pinned `tiu_sockops` to one more cgroup (nothing if it serves that one already),
+/// its link pinned as `sockops.N`. A cgroup inside or around one it serves is refused: a socket
+/// in both would run the program twice per callback (two Setup options reserved).
+fn attach_cgroup(pin_dir: &Path, cgroup: &Path) -> Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let mut cs = cgroups();
+    if cs.iter().any(|(_, c)| c == cgroup) {
+        return Ok(());
+    }
+    if let Some((_, c)) = cs
+        .iter()
+        .find(|(_, c)| cgroup.starts_with(c) || c.starts_with(cgroup))
+    {
+        return err(format!(
+            "{} is inside or around {}, which TiU serves already: its sockets would get the \
+             Setup option twice; `macroflow tiu disable` first to change the cgroups",
+            cgroup.display(),
+            c.display()
+        ));
+    }
+    let prog =
+        libbpf_rs::Program::fd_from_pinned_path(pin_dir.join("sockops_prog")).map_err(|e| {
+            Error(format!(
+            "the pinned tiu_sockops (TiU enabled by an older build? disable and enable again): {e}"
+        ))
+        })?;
+    let dir = std::fs::File::open(cgroup)
+        .map_err(|e| Error(format!("opening the cgroup {}: {e}", cgroup.display())))?;
+    // SAFETY: a program and a cgroup descriptor; no options.
+    let link = unsafe {
+        libbpf_sys::bpf_link_create(
+            prog.as_raw_fd(),
+            dir.as_raw_fd(),
+            libbpf_sys::BPF_CGROUP_SOCK_OPS,
+            std::ptr::null(),
+        )
+    };
+    if link < 0 {
+        return err(format!(
+            "attaching tiu_sockops to {}: {}",
+            cgroup.display(),
+            std::io::Error::from_raw_os_error(-link)
+        ));
+    }
+    // SAFETY: a new descriptor we own (the link goes when it is closed unless pinned).
+    let link = unsafe { OwnedFd::from_raw_fd(link) };
+    let name = (1..)
+        .map(|n| format!("sockops.{n}"))
+        .find(|n| !pin_dir.join(n).exists() && !cs.iter().any(|(p, _)| p == n))
+        .expect("a free name");
+    let path = std::ffi::CString::new(pin_dir.join(&name).as_os_str().as_encoded_bytes())
+        .map_err(|_| Error("bad pin path".into()))?;
+    // SAFETY: a link descriptor and a C string.
+    let rc = unsafe { libbpf_sys::bpf_obj_pin(link.as_raw_fd(), path.as_ptr()) };
+    if rc < 0 {
+        return err(format!(
+            "pinning {}: {}",
+            pin_dir.join(&name).display(),
+            std::io::Error::from_raw_os_error(-rc)
+        ));
+    }
+    cs.push((name, cgroup.to_path_buf()));
+    write_cgroups(&cs)
 }
 
 #[cfg(tiu_bpf_missing)]
-fn load_and_pin(_o: &EnableOptions) -> Result<()> {
+fn load_and_pin(_o: &EnableOptions, _cgroup: &Path) -> Result<()> {
     err(format!(
         "TiU is not in this build: {}",
         env!("TIU_BPF_MISSING")
@@ -260,15 +476,15 @@ fn load_and_pin(_o: &EnableOptions) -> Result<()> {
 }
 
 #[cfg(not(tiu_bpf_missing))]
-fn load_and_pin(o: &EnableOptions) -> Result<()> {
+fn load_and_pin(o: &EnableOptions, cgroup: &Path) -> Result<()> {
     ensure_bpffs()?;
     let mut object = std::mem::MaybeUninit::uninit();
     // macroflow_ccc loaded first: TiU's connections go into the map it reads (its grouping
     // follows TiU), else it reuses this one when it loads (crates/ccc-bpf's TIU_CONNS_PIN).
     let ccc = std::path::Path::new(CCC_TIU_CONNS_PIN);
     let mut sk = crate::load(&mut object, o.port, ccc.exists().then_some(ccc))?;
-    let cg = std::fs::File::open(&o.cgroup)
-        .map_err(|e| Error(format!("opening the cgroup {}: {e}", o.cgroup.display())))?;
+    let cg = std::fs::File::open(cgroup)
+        .map_err(|e| Error(format!("opening the cgroup {}: {e}", cgroup.display())))?;
     let pin = |sk: &mut crate::skel::TiuTcSkel<'_>| -> Result<()> {
         use std::os::fd::AsRawFd;
         let d = &o.pin_dir;
@@ -282,6 +498,11 @@ fn load_and_pin(o: &EnableOptions) -> Result<()> {
         sk.progs.tiu_egress.pin(d.join("egress")).map_err(p)?;
         sk.progs.tiu_ingress.pin(d.join("ingress")).map_err(p)?;
         sk.progs.tiu_listeners.pin(d.join("listeners")).map_err(p)?;
+        // For `enable` with another cgroup later (attach_cgroup).
+        sk.progs
+            .tiu_sockops
+            .pin(d.join("sockops_prog"))
+            .map_err(p)?;
         let mut link = sk
             .progs
             .tiu_sockops
@@ -289,11 +510,11 @@ fn load_and_pin(o: &EnableOptions) -> Result<()> {
             .map_err(|e| {
                 Error(format!(
                     "attaching tiu_sockops to {}: {e}",
-                    o.cgroup.display()
+                    cgroup.display()
                 ))
             })?;
         link.pin(d.join("sockops")).map_err(p)?;
-        Ok(())
+        write_cgroups(&[("sockops".to_string(), cgroup.to_path_buf())])
     };
     if let Err(e) = pin(&mut sk) {
         remove_pins(&o.pin_dir);
@@ -333,12 +554,21 @@ fn ensure_bpffs() -> Result<()> {
 
 fn remove_pins(dir: &Path) -> Vec<String> {
     let mut removed = Vec::new();
-    for f in ["sockops"].into_iter().chain(PROGS).chain(MAPS) {
+    // The cgroup links: `sockops` and `sockops.N` (attach_cgroup).
+    let links: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n == "sockops" || n.starts_with("sockops."))
+        .collect();
+    for f in links.iter().map(String::as_str).chain(PROGS).chain(MAPS) {
         if std::fs::remove_file(dir.join(f)).is_ok() {
             removed.push(f.to_owned());
         }
     }
     let _ = std::fs::remove_dir(dir);
+    let _ = write_cgroups(&[]);
     removed
 }
 
@@ -352,6 +582,14 @@ pub struct Disabled {
     /// Recorded devices that were gone (with their namespace, or on their own): nothing to
     /// detach.
     pub gone: Vec<Device>,
+    /// Devices whose offloads and gso_max_segs are as they were before `enable`.
+    pub restored: Vec<Device>,
+    /// Devices whose settings could not be put back, and why (TiU is off them all the same).
+    pub not_restored: Vec<String>,
+    /// The rules that were in force: gone with the pins (`enable` starts with none).
+    pub rules: Vec<Rule>,
+    /// The cgroups `tiu_sockops` was detached from.
+    pub cgroups: Vec<PathBuf>,
 }
 
 /// Detaches both tc programs from every recorded device and `tiu_sockops` from its cgroup, and
@@ -365,11 +603,14 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
     }
     let conns = map(pin_dir, "conns")?;
     let connections = conns.keys().count();
-    let devs = devices();
+    let rules = rules(pin_dir)?;
+    let recs = records();
     let mut not_detached = Vec::new();
     let mut left = Vec::new();
     let mut gone = Vec::new();
-    for d in &devs {
+    let (mut restored, mut not_restored) = (Vec::new(), Vec::new());
+    for rec in &recs {
+        let d = &rec.dev;
         let r = in_netns(d.netns.as_deref(), || {
             use std::os::fd::AsFd;
             let idx = ifindex(&d.dev)?;
@@ -409,12 +650,20 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
             }
             Err(e) => {
                 not_detached.push(format!("{d}: {e}"));
-                left.push(d.clone());
+                left.push(rec.clone());
             }
-            Ok(()) => {}
+            Ok(()) => match &rec.before {
+                Some(b) => match restore(d, b) {
+                    Ok(()) => restored.push(d.clone()),
+                    Err(e) => not_restored.push(format!("{d}: {e}")),
+                },
+                None => not_restored.push(format!(
+                    "{d}: its settings from before were not recorded (enabled by an older build)"
+                )),
+            },
         }
     }
-    write_devices(&left)?;
+    write_records(&left)?;
     if !left.is_empty() {
         return err(format!(
             "could not take TiU off {}; the programs stay pinned at {} and the devices recorded: \
@@ -423,14 +672,19 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
             pin_dir.display()
         ));
     }
+    let cgroups = cgroups().into_iter().map(|(_, c)| c).collect();
     remove_pins(pin_dir);
     // macroflow_ccc may hold the map (shared, `tiu_conns`) after the pins go: nothing here would
     // remove an entry any more, and its grouping would take them for connections TiU carries.
     crate::empty(&conns);
     Ok(Disabled {
-        devices: devs,
+        devices: recs.into_iter().map(|r| r.dev).collect(),
         connections,
         gone,
+        restored,
+        not_restored,
+        rules,
+        cgroups,
     })
 }
 
@@ -457,6 +711,25 @@ fn configured_port(pin_dir: &Path) -> Result<u16> {
     Ok(u16::from_be_bytes([v[0], v[1]]))
 }
 
+/// The cookies of this namespace (named None) and of the recorded devices' namespaces (a
+/// namespace that is gone is left out: its entries show by cookie).
+fn netns_names(devs: &[Device]) -> Vec<(u64, Option<String>)> {
+    let mut out = Vec::new();
+    if let Ok(c) = crate::netns_cookie() {
+        out.push((c, None));
+    }
+    for d in devs {
+        if let Some(n) = &d.netns {
+            if let Ok(c) = in_netns(Some(n), crate::netns_cookie) {
+                if !out.iter().any(|(k, _)| *k == c) {
+                    out.push((c, Some(n.clone())));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn ip(family: u8, a: &[u8; 16]) -> std::net::IpAddr {
     if family == 4 {
         std::net::IpAddr::from([a[0], a[1], a[2], a[3]])
@@ -478,6 +751,9 @@ pub struct ConnView {
 /// A host pair's TiU port pair and its connections.
 #[derive(Clone, Debug)]
 pub struct PairView {
+    /// Its network namespace: None for the caller's own, else the name under /run/netns of a
+    /// device TiU runs on, else "cookie N".
+    pub netns: Option<String>,
     pub local: std::net::IpAddr,
     pub peer: std::net::IpAddr,
     pub udp_ports: (u16, u16),
@@ -490,6 +766,8 @@ pub struct PairView {
 pub struct Status {
     pub port: u16,
     pub devices: Vec<Device>,
+    /// The cgroups whose sockets' handshakes carry the Setup option.
+    pub cgroups: Vec<PathBuf>,
     pub rules: Vec<Rule>,
     pub pairs: Vec<PairView>,
     pub counters: Vec<(&'static str, u64)>,
@@ -500,12 +778,20 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
     let conns = map(pin_dir, "conns")?;
     let ids = map(pin_dir, "ids")?;
     let mut pairs: Vec<PairView> = Vec::new();
+    let names = netns_names(&devices());
+    let ns_name = |cookie: u64| -> Option<String> {
+        match names.iter().find(|(c, _)| *c == cookie) {
+            Some((_, n)) => n.clone(),
+            None => Some(format!("cookie {cookie}")),
+        }
+    };
     for k in conns.keys() {
         let Ok(Some(v)) = conns.lookup(&k, libbpf_rs::MapFlags::ANY) else {
             continue;
         };
         let (k, v): (ConnKey, ConnVal) = (read(&k), read(&v));
         let (local, peer) = (ip(k.family, &k.saddr), ip(k.family, &k.daddr));
+        let netns = ns_name(k.netns);
         let udp = (
             u16::from_be_bytes(v.udp_sport),
             u16::from_be_bytes(v.udp_dport),
@@ -518,10 +804,11 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         };
         match pairs
             .iter_mut()
-            .find(|p| p.local == local && p.peer == peer && p.udp_ports == udp)
+            .find(|p| p.netns == netns && p.local == local && p.peer == peer && p.udp_ports == udp)
         {
             Some(p) => p.conns.push(c),
             None => pairs.push(PairView {
+                netns,
                 local,
                 peer,
                 udp_ports: udp,
@@ -537,6 +824,7 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
             _ => continue,
         }
         let k: IdKey = read(&k);
+        let netns = ns_name(k.netns);
         let (peer, local) = (ip(k.family, &k.saddr), ip(k.family, &k.daddr));
         let udp = (
             u16::from_be_bytes(k.udp_dport),
@@ -544,7 +832,7 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         );
         if let Some(p) = pairs
             .iter_mut()
-            .find(|p| p.local == local && p.peer == peer && p.udp_ports == udp)
+            .find(|p| p.netns == netns && p.local == local && p.peer == peer && p.udp_ports == udp)
         {
             p.ids_held += 1;
         }
@@ -552,7 +840,7 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
     for p in &mut pairs {
         p.conns.sort_by_key(|c| (c.conn_id, c.local_port));
     }
-    pairs.sort_by_key(|p| (p.local, p.peer));
+    pairs.sort_by(|a, b| (&a.netns, a.local, a.peer).cmp(&(&b.netns, b.local, b.peer)));
     let stats = map(pin_dir, "stats")?;
     let mut counters = Vec::new();
     for (i, name) in STAT_NAMES.iter().enumerate() {
@@ -571,6 +859,7 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
     Ok(Status {
         port,
         devices: devices(),
+        cgroups: cgroups().into_iter().map(|(_, c)| c).collect(),
         rules: rules(pin_dir)?,
         pairs,
         counters,

@@ -26,6 +26,9 @@ mod skel {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnKey {
+    /// The network namespace's cookie ([`netns_cookie`]): the same addresses in two namespaces
+    /// are two connections.
+    pub netns: u64,
     pub saddr: [u8; 16],
     pub daddr: [u8; 16],
     pub sport: [u8; 2],
@@ -83,6 +86,7 @@ impl State {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IdKey {
+    pub netns: u64,
     pub saddr: [u8; 16],
     pub daddr: [u8; 16],
     pub udp_sport: [u8; 2],
@@ -104,6 +108,10 @@ pub struct IdVal {
     /// 0: open; else 1 + the second its connection closed here (`TIU_LINGER_S`).
     pub closed_s: u32,
 }
+
+// tiu_tc.h's sizes (the maps refuse a key or value of another size at run time anyway).
+const _: () = assert!(std::mem::size_of::<ConnKey>() == 48 && std::mem::size_of::<ConnVal>() == 12);
+const _: () = assert!(std::mem::size_of::<IdKey>() == 48 && std::mem::size_of::<IdVal>() == 12);
 
 /// `struct tiu_rule_key`: an LPM-trie key; `data[0]` the family (4 or 6), `data[1..]` the
 /// address; `prefixlen` counts the family's 8 bits.
@@ -250,6 +258,42 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// The cookie of the calling thread's network namespace (SO_NETNS_COOKIE), which the programs
+/// put first in every key (the kernel's `net_cookie`).
+pub fn netns_cookie() -> Result<u64> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    const SO_NETNS_COOKIE: libc::c_int = 71;
+    // SAFETY: plain socket(2); the descriptor is owned below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    if fd < 0 {
+        return Err(Error(format!(
+            "a socket to read the network namespace's cookie: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: a new descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut cookie = 0u64;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: an 8-byte out-parameter and its length.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&mut cookie as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(Error(format!(
+            "SO_NETNS_COOKIE (Linux 5.14 or later): {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(cookie)
+}
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {
     // Plain #[repr(C)] structs of byte arrays: no padding, every byte initialised.

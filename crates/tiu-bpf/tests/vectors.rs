@@ -186,6 +186,7 @@ fn private_netns() {
 /// The client's entry of an IPv4 connection from `sport` to port 5201 (as the client sends).
 fn client_key(ad: Addrs, sport: u16) -> ConnKey {
     ConnKey {
+        netns: tiu_bpf::netns_cookie().unwrap(),
         saddr: addr_bytes(ad.src),
         daddr: addr_bytes(ad.dst),
         sport: sport.to_be_bytes(),
@@ -245,6 +246,7 @@ fn both_programs_translate_as_crates_tiu_does() {
                     tcp_checksum(ad, &mut t);
                     let fam = if v6 { 6 } else { 4 };
                     let key = ConnKey {
+                        netns: tiu_bpf::netns_cookie().unwrap(),
                         saddr: addr_bytes(ad.src),
                         daddr: addr_bytes(ad.dst),
                         sport: sport.to_be_bytes(),
@@ -265,6 +267,7 @@ fn both_programs_translate_as_crates_tiu_does() {
                     );
                     // Ingress on the other side: the ID table knows the connection.
                     let ik = IdKey {
+                        netns: tiu_bpf::netns_cookie().unwrap(),
                         saddr: addr_bytes(ad.src),
                         daddr: addr_bytes(ad.dst),
                         udp_sport: CLIENT_UDP.to_be_bytes(),
@@ -290,6 +293,7 @@ fn both_programs_translate_as_crates_tiu_does() {
                             // (the reverse four-tuple, as it sends) with the ID it asked for.
                             tc.add_conn(
                                 &ConnKey {
+                                    netns: tiu_bpf::netns_cookie().unwrap(),
                                     saddr: addr_bytes(ad.dst),
                                     daddr: addr_bytes(ad.src),
                                     sport: 5201u16.to_be_bytes(),
@@ -449,6 +453,7 @@ fn ipv4_options_carry_data_but_not_a_syn() {
         tc.add_conn(&key, &val).unwrap();
         tc.add_id(
             &IdKey {
+                netns: tiu_bpf::netns_cookie().unwrap(),
                 saddr: addr_bytes(ad.src),
                 daddr: addr_bytes(ad.dst),
                 udp_sport: CLIENT_UDP.to_be_bytes(),
@@ -494,6 +499,85 @@ fn ipv4_options_carry_data_but_not_a_syn() {
             (s[0], s[2], s[5], s[10]),
             (1, 1, 1, 1),
             "eg_data, eg_uncarried, in_data, in_malformed: {s:?}"
+        );
+    })
+    .unwrap();
+}
+
+#[test]
+fn another_namespaces_entries_never_translate_this_ones_segments() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    tiu_bpf::with_loaded(TIU_PORT, |tc| {
+        // A second namespace with the same addresses (containers): its cookie, from a thread
+        // that moved into a namespace of its own.
+        let here = tiu_bpf::netns_cookie().unwrap();
+        let there = std::thread::spawn(|| {
+            private_netns();
+            tiu_bpf::netns_cookie().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_ne!(here, there);
+        let ad = addrs(false);
+        let mut rng = Rng(21);
+        let id_key = |netns| IdKey {
+            netns,
+            saddr: addr_bytes(ad.src),
+            daddr: addr_bytes(ad.dst),
+            udp_sport: CLIENT_UDP.to_be_bytes(),
+            udp_dport: TIU_PORT.to_be_bytes(),
+            family: 4,
+            conn_id: 4,
+            pad: [0; 2],
+        };
+        let id_val = IdVal {
+            sport: 50_004u16.to_be_bytes(),
+            dport: 5201u16.to_be_bytes(),
+            ..Default::default()
+        };
+        let mut t = segment_kind(&mut rng, 50_004, 5201, 4, false);
+        tcp_checksum(ad, &mut t);
+        let d = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), 4).unwrap();
+        let back = tiu_to_tcp(&d, ad, |_| Some((50_004, 5201))).unwrap();
+        // The other namespace's entries: this one's segment goes as it is, its datagram is an
+        // unknown ID.
+        tc.add_conn(
+            &ConnKey {
+                netns: there,
+                ..client_key(ad, 50_004)
+            },
+            &client_val(4),
+        )
+        .unwrap();
+        tc.add_id(&id_key(there), &id_val).unwrap();
+        assert_eq!(
+            tc.egress(&frame(false, 6, &t)).unwrap(),
+            (TC_ACT_OK, frame(false, 6, &t))
+        );
+        assert_eq!(tc.ingress(&frame(false, 17, &d)).unwrap().0, TC_ACT_SHOT);
+        let s = tc.stats().unwrap();
+        assert_eq!(
+            (
+                tiu_bpf::stat(&s, "eg_data"),
+                tiu_bpf::stat(&s, "in_unknown_id")
+            ),
+            (Some(0), Some(1))
+        );
+        // This namespace's: translated both ways.
+        tc.add_conn(&client_key(ad, 50_004), &client_val(4))
+            .unwrap();
+        tc.add_id(&id_key(here), &id_val).unwrap();
+        assert_eq!(
+            tc.egress(&frame(false, 6, &t)).unwrap(),
+            (TC_ACT_OK, frame(false, 17, &d))
+        );
+        assert_eq!(
+            tc.ingress(&frame(false, 17, &d)).unwrap(),
+            (TC_ACT_OK, frame(false, 6, &back.tcp))
         );
     })
     .unwrap();

@@ -68,7 +68,7 @@ fn a_tcp_connection_crosses_as_tiu_and_arrives_intact() {
                     // Only the client's entry: the server learns the ID and its answer from
                     // the SYN, the client the server's side from the SYN-ACK.
                     tc.add_conn(
-                        &ConnKey { saddr: addr(ca), daddr: addr(cb), sport: cport.to_be_bytes(), dport: 5201u16.to_be_bytes(), family: fam, pad: [0; 3] },
+                        &ConnKey { netns: tiu_bpf::admin::in_netns(Some(&a), tiu_bpf::netns_cookie).unwrap(), saddr: addr(ca), daddr: addr(cb), sport: cport.to_be_bytes(), dport: 5201u16.to_be_bytes(), family: fam, pad: [0; 3] },
                         &ConnVal { udp_sport: CLIENT_UDP.to_be_bytes(), udp_dport: TIU_PORT.to_be_bytes(), conn_id: CONN_ID, pad: [0; 3], state: 0 },
                     )
                     .unwrap();
