@@ -25,7 +25,9 @@ import os
 import shutil
 import subprocess
 import sys
+import re
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -85,6 +87,14 @@ def setup() -> None:
                "rate", rate, "burst", "3000", "latency", "50ms")
 
 
+def set_rates(rates: dict) -> None:
+    """Each path's bottleneck rate, both directions (tbf changed in place)."""
+    for r in ("r1", "r2"):
+        for p, rate in rates.items():
+            sh("tc", "-n", NS[r], "qdisc", "change", "dev", f"{r}{p.lower()}", "root", "tbf",
+               "rate", rate, "burst", "3000", "latency", "50ms")
+
+
 def teardown() -> None:
     for n in NS.values():
         sh("ip", "netns", "del", n, check=False)
@@ -100,6 +110,57 @@ def path_pkts() -> dict:
     return out
 
 
+def tcp_ext(ns: str) -> dict:
+    """The namespace's TCP counters that tell how losses were recovered (nstat, absolute)."""
+    names = ("TcpExtTCPTimeouts", "TcpExtTCPFastRetrans", "TcpExtTCPLossProbes", "TcpRetransSegs")
+    out = nsx(ns, "nstat", "-az", *names, check=False).stdout
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)", out, re.M)}
+
+
+class Sampler:
+    """Once a second while the uploads run: the kernel's cwnd of each client connection to
+    the iperf3 ports (ss), and the connections TiU has fallen back (its status), to see what the
+    throughput ratio is made of and which connections fell back."""
+
+    def __init__(self, tiu_on: bool) -> None:
+        self.tiu_on, self.stop = tiu_on, threading.Event()
+        self.cwnd: list = []  # (t_s, {dport: [cwnd, ...]})
+        self.plain: set = set()  # (local port, peer port) TiU held as fallen back
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        t0 = time.monotonic()
+        while not self.stop.wait(1.0):
+            by_port: dict = {}
+            out = nsx("c", "ss", "-tinH", "state", "established", "dst", SERVER, check=False).stdout
+            # iperf3's control connections (one per port, idle) are left out: data ones only.
+            for m in re.finditer(r":(\d+)\s+\S+:(520[12])\b.*?\n\s(.*)", out):
+                cw, acked = re.search(r"cwnd:(\d+)", m.group(3)), re.search(r"bytes_acked:(\d+)", m.group(3))
+                if cw and acked and int(acked.group(1)) > 1 << 20:
+                    by_port.setdefault(int(m.group(2)), []).append(int(cw.group(1)))
+            self.cwnd.append((time.monotonic() - t0, by_port))
+            if self.tiu_on:
+                st = json.loads(macroflow("tiu", "status", "--json"))
+                for p in st["host_pairs"]:
+                    for c in p["connections"]:
+                        if c["state"] == "plain":
+                            self.plain.add((p["local"], c["local_port"], c["peer_port"]))
+
+    def __enter__(self) -> "Sampler":
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.t.join()
+
+    def cwnd_ratio(self, from_s: float) -> float:
+        """Mean cwnd of the connections to 5202 over that of those to 5201, from `from_s` on."""
+        a = [c for t, d in self.cwnd if t >= from_s for c in d.get(5201, [])]
+        b = [c for t, d in self.cwnd if t >= from_s for c in d.get(5202, [])]
+        return (sum(b) / len(b)) / (sum(a) / len(a)) if a and b else float("nan")
+
+
 def macroflow(*args: str) -> str:
     exe = Path(sys.executable).parent / "macroflow"
     return sh(str(exe), *args).stdout
@@ -109,7 +170,8 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
     """Uploads: two iperf3 clients at once, 4 connections each, to ports 5201 and 5202 (in the
     tiu+ccc mode one ctrlTCP group, priority 1 and 2 by port); then 8 curl downloads."""
     before = path_pkts()
-    cc = ["-C", "macroflow_ccc"] if mode == "tiu+ccc" else []
+    ext0 = tcp_ext("c")
+    cc = ["-C", "macroflow_ccc"] if mode.startswith("tiu+ccc") else []
     srvs = [subprocess.Popen(["ip", "netns", "exec", NS["s"], "iperf3", "-s", "-1", "-B", SERVER, "-p", str(p)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for p in (5201, 5202)]
     time.sleep(0.5)
@@ -117,12 +179,14 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
                                  "-t", str(seconds), "-J", *cc], stdout=subprocess.PIPE, text=True)
                for p in (5201, 5202)]
     ups = []
-    for c in clients:
-        out, _ = c.communicate(timeout=seconds + 60)
-        j = json.loads(out)
-        if "error" in j:
-            raise RuntimeError(f"iperf3 ({mode}): {j['error']}")
-        ups.append(j)
+    with Sampler(mode != "plain") as sampler:
+        for c in clients:
+            out, _ = c.communicate(timeout=seconds + 60)
+            j = json.loads(out)
+            if "error" in j:
+                raise RuntimeError(f"iperf3 ({mode}): {j['error']}")
+            ups.append(j)
+    ext1 = tcp_ext("c")
     for srv in srvs:
         try:
             srv.wait(timeout=5)
@@ -132,6 +196,8 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
     mid = path_pkts()
     # Downloads: 8 curls at once from lighttpd (the server's sockets use macroflow_ccc in the
     # tiu+ccc mode, by its route).
+    dl_sampler = Sampler(mode != "plain")
+    dl_sampler.t.start()
     curls = [subprocess.Popen(["ip", "netns", "exec", NS["c"], "curl", "-s", "-o", "/dev/null", "-w",
                                "%{size_download} %{time_total}", f"http://{SERVER}:8080/blob"],
                               stdout=subprocess.PIPE, text=True) for _ in range(8)]
@@ -140,6 +206,8 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
         out, _ = c.communicate(timeout=120)
         size, t = out.split()
         downs.append({"bytes": int(size), "s": float(t)})
+    dl_sampler.stop.set()
+    dl_sampler.t.join()
     after = path_pkts()
     streams = [s for up in ups for s in up["end"]["streams"]]
     return {
@@ -154,6 +222,12 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
         "upload_path_pkts": {k: mid[k] - before[k] for k in ("r1a", "r1b")},
         "download": downs,
         "download_path_pkts": {k: after[k] - mid[k] for k in ("r2a", "r2b")},
+        # The kernel's own view of the uploads: cwnd 5202:5201 from 5 s on, and how losses were
+        # recovered (timeouts against fast retransmissions).
+        "upload_cwnd_ratio_from_5s": sampler.cwnd_ratio(5.0),
+        "upload_cwnd_samples": sampler.cwnd,
+        "upload_tcp_ext": {k: ext1.get(k, 0) - ext0.get(k, 0) for k in ext1},
+        "fell_back": sorted(sampler.plain | dl_sampler.plain),
     }
 
 
@@ -208,7 +282,12 @@ def main() -> None:
         # The server's connections (the downloads) by route: a namespace's default congestion
         # control cannot be set to a BPF one here (EPERM).
         sh("ip", "-n", NS["s"], "route", "replace", "default", "via", "10.83.4.1", "congctl", "macroflow_ccc")
-        results.append(run_mode("tiu+ccc", a.seconds, www))
+        # The hash seed is random per namespace, so which path TiU's port pair takes differs
+        # from run to run: the coupled run goes over both rates, by swapping them.
+        tiu_path = max(("A", "B"), key=lambda p: results[-1]["upload_path_pkts"][f"r1{p.lower()}"])
+        results.append(run_mode(f"tiu+ccc {RATES[tiu_path][:-4]}M", a.seconds, www))
+        set_rates({"A": RATES["B"], "B": RATES["A"]})
+        results.append(run_mode(f"tiu+ccc {RATES['B' if tiu_path == 'A' else 'A'][:-4]}M", a.seconds, www))
         results.append({"mode": "tiu status", "text": macroflow("tiu", "status")})
         httpd.kill()
     finally:
@@ -220,7 +299,7 @@ def main() -> None:
         teardown()
         shutil.rmtree(www, ignore_errors=True)
     (out / "result.json").write_text(json.dumps(results, indent=1))
-    print(f"{'mode':8s} {'upload':>8s} {'5202:5201*':>10s} {'retx':>5s} {'RTT ms':>7s} {'path A/B pkts up':>18s} "
+    print(f"{'mode':12s} {'upload':>8s} {'5202:5201*':>10s} {'retx':>5s} {'RTT ms':>7s} {'path A/B pkts up':>18s} "
           f"{'path A/B pkts down':>19s} {'8 downloads':>12s}  per-connection upload Mbit/s (4 to 5201, 4 to 5202)")
     for r in results:
         if "upload_bps" not in r:
@@ -229,10 +308,18 @@ def main() -> None:
         d_s = max(d["s"] for d in r["download"])
         p1, p2 = r["upload_by_port_bps_from_5s"]
         rtt = sum(r["upload_mean_rtt_ms"]) / len(r["upload_mean_rtt_ms"])
-        print(f"{r['mode']:8s} {r['upload_bps'] / 1e6:6.1f}Mb {p2 / p1:9.2f}x {r['upload_retransmits']:5d} {rtt:7.1f} "
+        print(f"{r['mode']:12s} {r['upload_bps'] / 1e6:6.1f}Mb {p2 / p1:9.2f}x {r['upload_retransmits']:5d} {rtt:7.1f} "
               f"{up['r1a']:>8d}/{up['r1b']:<9d} {dn['r2a']:>9d}/{dn['r2b']:<9d} {d_s:10.2f} s  "
               + " ".join(f"{b / 1e6:.1f}" for b in r["upload_streams_bps"]))
-    print("* the rate ratio from 5 s on (with macroflow_ccc the priorities are 1 and 2)")
+    print("* the rate ratio from 5 s on (with macroflow_ccc the priorities are 1 and 2; 'tiu+ccc 10M': "
+          "TiU's path limited to 10 Mbit/s)")
+    for r in results:
+        if "upload_bps" in r:
+            e = r["upload_tcp_ext"]
+            print(f"{r['mode']:12s} kernel cwnd 5202:5201 from 5 s {r['upload_cwnd_ratio_from_5s']:.2f}x; uploads: "
+                  f"{e.get('TcpExtTCPTimeouts', 0)} timeouts, {e.get('TcpExtTCPFastRetrans', 0)} fast retransmits, "
+                  f"{e.get('TcpExtTCPLossProbes', 0)} loss probes; fell back (local, port, peer port): "
+                  f"{r['fell_back'] or 'none'}")
     print(results[-1]["text"])
 
 

@@ -529,9 +529,10 @@ int tiu_egress(struct __sk_buff *skb)
 	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
 	__u32 t[5], u[6], from[3], to[4];
 	__u8 b12, flags, doff;
-	__u16 urg, ulen, check;
+	__u16 urg, ulen, check, usport, udport;
 	int syn, setup;
 	__u64 sum;
+	__u8 id;
 
 	if (locate(skb, &w) < 0 || w.proto != IPPROTO_TCP)
 		return TC_ACT_OK;
@@ -546,6 +547,13 @@ int tiu_egress(struct __sk_buff *skb)
 	conn = bpf_map_lookup_elem(&tiu_conns, &key);
 	if (!conn)
 		return TC_ACT_OK;
+	/* The ID and port pair read once, at the lookup: a preallocated LRU element can be deleted
+	 * and recycled for another connection while this program runs (the helper calls below take
+	 * a while), and reading it later could give this segment another connection's ID. Only the
+	 * state is read and changed in place (compare-and-swap from an expected state). */
+	id = conn->conn_id;
+	usport = conn->udp_sport;
+	udport = conn->udp_dport;
 	if (conn->state == TIU_ST_PLAIN) {
 		count(TIU_EG_FALLEN_BACK);
 		return TC_ACT_OK;
@@ -565,8 +573,8 @@ int tiu_egress(struct __sk_buff *skb)
 	}
 	syn = flags & TCP_SYN;
 	setup = find_setup(skb, w.l4 + 20, doff * 4 - 20);
-	if (syn ? (setup != conn->conn_id || (setup == SETUP_REFUSED && !(flags & TCP_ACK)))
-		: (setup != -1 || conn->conn_id > MAX_CONN_ID)) {
+	if (syn ? (setup != id || (setup == SETUP_REFUSED && !(flags & TCP_ACK)))
+		: (setup != -1 || id > MAX_CONN_ID)) {
 		count(syn ? TIU_EG_NO_SETUP : TIU_EG_UNCARRIED);
 		/* A SYN that goes without its Setup option leaves its connection plain TCP for good:
 		 * the peer could not know its ID. (A server's SYN-ACK built before the TiU SYN taught
@@ -615,7 +623,7 @@ int tiu_egress(struct __sk_buff *skb)
 	ulen = w.l4_len + (syn ? 4 : 0);
 
 	/* The new words: UDP ports, UDP length (checksum last), then Fig. 1 or Fig. 2. */
-	u[0] = ((__u32)conn->udp_dport << 16) | conn->udp_sport;
+	u[0] = ((__u32)udport << 16) | usport;
 	u[1] = bpf_htons(ulen); /* the checksum half stays 0 until it is known */
 	if (syn) {
 		u[2] = t[3]; /* Data Offset, reserved 0, flags, window: as in TCP */
@@ -626,8 +634,8 @@ int tiu_egress(struct __sk_buff *skb)
 		__u8 *w3 = (__u8 *)&u[2];
 
 		u[2] = t[3];
-		w3[0] = (doff << 4) | (conn->conn_id >> 1);
-		w3[1] = flags | ((conn->conn_id & 1) << 5);
+		w3[0] = (doff << 4) | (id >> 1);
+		w3[1] = flags | ((id & 1) << 5);
 		u[3] = t[1];
 		u[4] = t[2];
 	}
@@ -718,20 +726,20 @@ static __always_inline int sock_state(struct __sk_buff *skb, struct where *w, __
 }
 
 /*
- * An open ID entry held for ports that have no connection here (a handshake that never
- * completed: no close callback removed it) is taken over for `nv`; 1 if it was.
+ * An open ID entry (`e`, at `k`) held for ports that have no connection here (a handshake that
+ * never completed: no close callback removed it) is taken over for `nv`; 1 if it was. Written by
+ * key, not through `e`: the socket lookup is a long window in which a preallocated LRU element
+ * can be deleted and recycled for another key, and a write through the old pointer would give
+ * that key these ports.
  */
-static __always_inline int orphaned(struct __sk_buff *skb, struct where *w, struct tiu_id_val *e,
-				    struct tiu_id_val *nv)
+static __always_inline int orphaned(struct __sk_buff *skb, struct where *w, struct tiu_id_key *k,
+				    struct tiu_id_val *e, struct tiu_id_val *nv)
 {
 	int st = sock_state(skb, w, e->sport, e->dport);
 
 	if (st >= 0 && st != BPF_TCP_LISTEN)
 		return 0; /* a live connection (or its request, or TIME_WAIT) */
-	e->sport = nv->sport;
-	e->dport = nv->dport;
-	e->seen = 0;
-	return 1;
+	return bpf_map_update_elem(&ids, k, nv, BPF_EXIST) == 0;
 }
 
 /*
@@ -788,15 +796,12 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 			bpf_map_delete_elem(&tiu_conns, &ck);
 			return 0;
 		}
-		/* The ID entry first, then the state: an allocated connection's entry is written
-		 * through (an update would take an LRU node first), a listed one's is made here. If
-		 * neither works, the connection goes on as plain TCP rather than hang confirmed. */
+		/* The ID entry first, then the state: an allocated connection's entry is rewritten,
+		 * by key (not through a looked-up pointer, which could be a recycled LRU element by
+		 * now), a listed one's is made here. If neither works, the connection goes on as plain
+		 * TCP rather than hang confirmed. */
 		had = bpf_map_lookup_elem(&ids, &ik);
-		if (had) {
-			had->sport = iv.sport;
-			had->dport = iv.dport;
-			WRITE_ONCE(had->closed_s, 0);
-		} else if (bpf_map_update_elem(&ids, &ik, &iv, BPF_NOEXIST) < 0) {
+		if (bpf_map_update_elem(&ids, &ik, &iv, had ? BPF_EXIST : BPF_NOEXIST) < 0) {
 			WRITE_ONCE(mine->state, TIU_ST_PLAIN);
 			count(TIU_IN_ERROR);
 			return 0;
@@ -851,7 +856,7 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 			/* This four-tuple's own ID again (a reconnect): open once more. */
 			if (READ_ONCE(had->closed_s))
 				reuse(had, &iv);
-		} else if (!reuse(had, &iv) && !orphaned(skb, w, had, &iv)) {
+		} else if (!reuse(had, &iv) && !orphaned(skb, w, &ik, had, &iv)) {
 			/* Held for other ports: a collision, unless that connection closed here (the
 			 * peer closed it too, or it would not ask) or never became a socket. */
 			cv.conn_id = SETUP_REFUSED;
@@ -979,6 +984,7 @@ int tiu_ingress(struct __sk_buff *skb)
 	struct where w = {};
 	struct tiu_id_key key = {};
 	struct tiu_id_val *ports;
+	__u16 psport, pdport;
 	__u32 u[6], t[5], from[4], to[3];
 	__u16 ulen, ucheck;
 	__u8 b0, flags, doff;
@@ -1071,6 +1077,9 @@ int tiu_ingress(struct __sk_buff *skb)
 			count(TIU_IN_UNKNOWN_ID);
 			return TC_ACT_SHOT;
 		}
+		/* Read once, at the lookup (a recycled LRU element must not lend its ports later). */
+		psport = ports->sport;
+		pdport = ports->dport;
 		if (!ports->seen) {
 			/* The first TiU data segment of a connection: a server's handshake is
 			 * confirmed (raw copies of the client's are ignored from now on). */
@@ -1080,15 +1089,15 @@ int tiu_ingress(struct __sk_buff *skb)
 			ports->seen = 1;
 			__builtin_memcpy(ck.saddr, w.daddr, 16);
 			__builtin_memcpy(ck.daddr, w.saddr, 16);
-			ck.sport = ports->dport;
-			ck.dport = ports->sport;
+			ck.sport = pdport;
+			ck.dport = psport;
 			ck.family = w.family;
 			ck.netns = w.netns;
 			c = bpf_map_lookup_elem(&tiu_conns, &ck);
 			if (c)
 				move(c, TIU_ST_LEARNED, TIU_ST_CONFIRMED);
 		}
-		t[0] = ((__u32)ports->dport << 16) | ports->sport;
+		t[0] = ((__u32)pdport << 16) | psport;
 		t[3] = u[2];
 		((__u8 *)t)[12] = doff << 4;
 		((__u8 *)t)[13] = flags & ~TCP_URG;

@@ -260,3 +260,114 @@ def test_grouping_follows_tiu_its_plain_connections_apart(pair: Tuple[str, str],
             tiu.disable()
         if ccc.is_loaded():
             ccc.unload()
+
+
+def _cgroup_root() -> str:
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            p = line.split()
+            if len(p) > 2 and p[2] == "cgroup2":
+                return p[1]
+    pytest.skip("no cgroup v2 hierarchy is mounted")
+
+
+def _offloads(ns: str, dev: str) -> dict:
+    """The settings `tiu enable` changes, as they are now."""
+    k = subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-k", dev], capture_output=True, text=True, check=True).stdout
+    feats = ("tx-checksumming", "tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload")
+    got = {f: line.split(":", 1)[1].split()[0] for line in k.splitlines() for f in feats if line.strip().startswith(f + ":")}
+    link = subprocess.run(["ip", "-n", ns, "-d", "link", "show", "dev", dev], capture_output=True, text=True, check=True).stdout.split()
+    got["gso_max_segs"] = link[link.index("gso_max_segs") + 1]
+    return got
+
+
+# Client and server in cgroups: run in the one named, a connection each; the server echoes.
+ECHO_SERVER = "import socket\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('10.84.0.2',5201));s.listen(4)\nprint('listening',flush=True)\nwhile True:\n c,_=s.accept();c.sendall(c.recv(100));c.close()"
+ECHO_CLIENT = "import socket\ns=socket.create_connection(('10.84.0.2',5201),timeout=5);s.sendall(b'hi');assert s.recv(100)==b'hi';print('ok')"
+
+
+def _in_cgroup(cg: str):
+    def enter() -> None:
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write("0")
+    return enter
+
+
+@needs_root
+def test_a_second_cgroup_is_added_and_disable_puts_everything_back(pair: Tuple[str, str]) -> None:
+    """`enable` with another cgroup serves that one too (a nested one is refused, nothing
+    changed); `disable` puts each device's offloads and gso_max_segs back as they were, and says
+    which rules and cgroups went."""
+    a, b = pair
+    root = _cgroup_root()
+    tag = uuid.uuid4().hex[:6]
+    cg1, cg2 = os.path.join(root, f"tiu-test-{tag}-1"), os.path.join(root, f"tiu-test-{tag}-2")
+    sub = os.path.join(cg1, "inner")
+    subprocess.run(["ip", "-n", a, "link", "set", "dev", "v0", "gso_max_segs", "100"], check=True)
+    before = {(a, "v0"): _offloads(a, "v0"), (b, "v1"): _offloads(b, "v1")}
+    srv = None
+    try:
+        for d in (cg1, cg2, sub):
+            os.makedirs(d)
+        r = cli("tiu", "enable", "--dev", f"{a}:v0", "--dev", f"{b}:v1", "--port", "8896", "--cgroup", cg1)
+        assert r.exit_code == 0, r.output
+        assert _offloads(a, "v0")["gso_max_segs"] == "1"
+        assert cli("tiu", "rule", "add", "10.84.0.2/32").exit_code == 0
+        srv = subprocess.Popen(["ip", "netns", "exec", b, "python3", "-c", ECHO_SERVER], stdout=subprocess.PIPE,
+                               text=True, preexec_fn=_in_cgroup(cg1), start_new_session=True)
+        assert _readline(srv, 10) == "listening"
+
+        def connect_from(cg: str) -> None:
+            out = subprocess.run(["ip", "netns", "exec", a, "timeout", "10", "python3", "-c", ECHO_CLIENT],
+                                 capture_output=True, text=True, preexec_fn=_in_cgroup(cg))
+            assert out.stdout.strip() == "ok", out.stderr
+
+        # A client in cg2, which TiU does not serve yet: no ID, plain TCP.
+        connect_from(cg2)
+        assert tiu.status()["counters"]["alloc"] == 0
+        # Enabling again with cg2 (a device already on is left as it is) serves it too.
+        r = cli("tiu", "enable", "--dev", f"{a}:v0", "--port", "8896", "--cgroup", cg2)
+        assert r.exit_code == 0, r.output
+        assert tiu.status()["cgroups"] == [cg1, cg2]
+        connect_from(cg2)
+        c = tiu.status()["counters"]
+        assert c["alloc"] == 1 and c["eg_syn"] == 2 and c["fallback"] == 0, c
+        # A cgroup inside one served already: refused, nothing changed.
+        r = cli("tiu", "enable", "--dev", f"{a}:v0", "--port", "8896", "--cgroup", sub)
+        assert r.exit_code == 2 and "inside or around" in r.output, r.output
+        assert tiu.status()["cgroups"] == [cg1, cg2]
+        r = cli("tiu", "disable")
+        assert r.exit_code == 0, r.output
+        assert f"detached from {cg1}, {cg2}" in r.output, r.output
+        assert f"as before on v0 (netns {a}), v1 (netns {b})" in r.output, r.output
+        assert "1 rules removed" in r.output and "10.84.0.2/32: TiU" in r.output, r.output
+        assert {(a, "v0"): _offloads(a, "v0"), (b, "v1"): _offloads(b, "v1")} == before
+        for cg in (cg1, cg2):
+            links = subprocess.run(["bpftool", "cgroup", "show", cg], capture_output=True, text=True).stdout
+            assert "sock_ops" not in links, links
+    finally:
+        if srv is not None:
+            os.killpg(srv.pid, signal.SIGKILL)
+            srv.wait()
+        if tiu.is_enabled():
+            tiu.disable()
+        for d in (sub, cg1, cg2):
+            if os.path.isdir(d):
+                os.rmdir(d)
+
+
+@needs_root
+def test_disable_after_a_partial_detach(pair: Tuple[str, str]) -> None:
+    """Someone took a filter off one device and the whole clsact qdisc off the other: `disable`
+    still takes TiU off, removes the pins and forgets the devices."""
+    a, b = pair
+    assert cli("tiu", "enable", "--dev", f"{a}:v0", "--dev", f"{b}:v1", "--port", "8896").exit_code == 0
+    subprocess.run(["tc", "-n", a, "filter", "del", "dev", "v0", "egress"], check=True)
+    subprocess.run(["tc", "-n", b, "qdisc", "del", "dev", "v1", "clsact"], check=True)
+    r = cli("tiu", "disable")
+    assert r.exit_code == 0 and "disabled on 2 devices" in r.output, r.output
+    assert not tiu.is_enabled()
+    filters = subprocess.run(["tc", "-n", a, "filter", "show", "dev", "v0", "ingress"], capture_output=True, text=True).stdout
+    assert "tiu_ingress" not in filters, filters
+    r = cli("tiu", "enable", "--dev", f"{a}:v0", "--port", "8896")
+    assert r.exit_code == 0 and "runs on v0" in r.output and "v1" not in r.output, r.output

@@ -16,7 +16,6 @@
 //! size is checked against the mirror when it is opened.
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use std::fmt;
 use std::mem::size_of;
 use std::path::{Path, PathBuf};
 
@@ -54,17 +53,8 @@ pub const MAX_GROUPS: usize = 4096;
 const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
 
-/// What went wrong, in words a user can act on.
-#[derive(Debug)]
-pub struct Error(pub String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
+/// What went wrong, in words a user can act on (shared with crates/tiu-bpf).
+pub use bpf_rt::Error;
 
 type Result<T> = std::result::Result<T, Error>;
 
@@ -294,34 +284,7 @@ pub fn available() -> Vec<String> {
         .collect()
 }
 
-/// Mounts bpffs at /sys/fs/bpf if nothing is mounted there (a container may not have it).
-fn ensure_bpffs() -> Result<()> {
-    const BPF_FS_MAGIC: i64 = 0xcafe4a11;
-    let dir = c"/sys/fs/bpf";
-    // SAFETY: a zeroed statfs is a valid out-parameter; the path is a C string.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(dir.as_ptr(), &mut st) } == 0 && st.f_type as i64 == BPF_FS_MAGIC {
-        return Ok(());
-    }
-    let _ = std::fs::create_dir_all("/sys/fs/bpf");
-    // SAFETY: constant C strings; no data argument.
-    let rc = unsafe {
-        libc::mount(
-            c"bpf".as_ptr(),
-            dir.as_ptr(),
-            c"bpf".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return err(format!(
-            "no BPF filesystem at /sys/fs/bpf and mounting one failed: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
-}
+use bpf_rt::ensure_bpffs;
 
 // ---- Load and unload --------------------------------------------------------------------------
 
@@ -426,30 +389,9 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
     }
     let tiu = Path::new(TIU_CONNS_PIN);
     if tiu.exists() {
-        // TiU is enabled: share its connections map. Its shape is checked first (reuse_fd takes
-        // any map, and a different one would be read with the wrong layout).
-        let m = MapHandle::from_pinned_path(tiu)
-            .map_err(|e| bpf_err(&format!("opening {}", tiu.display()), e))?;
-        let want = &open.maps.tiu_conns;
-        // Its name too: reuse_fd renames this map after the kernel's, and the skeleton finds
-        // maps by name (TiU of an older build named it `conns`).
-        if m.name() != want.name()
-            || m.map_type() != want.map_type()
-            || m.key_size() != want.key_size()
-            || m.value_size() != want.value_size()
-            || m.max_entries() != want.max_entries()
-        {
-            return err(format!(
-                "{} is not the connections map this build of TiU makes (enabled by another \
-                 build? `macroflow tiu disable` and enable it again)",
-                tiu.display()
-            ));
-        }
-        use std::os::fd::AsFd;
-        open.maps
-            .tiu_conns
-            .reuse_fd(m.as_fd())
-            .map_err(|e| bpf_err("sharing TiU's connections map", e))?;
+        // TiU is enabled: share its connections map (checked first: an older TiU's has
+        // another name or key).
+        bpf_rt::reuse_pinned(&mut open.maps.tiu_conns, tiu, "TiU")?;
     }
     let mut sk = open
         .load()
@@ -1239,11 +1181,11 @@ mod tests {
 
     #[test]
     fn layouts_match_the_c_headers() {
-        // The sizes the verifier reported for bpf/macroflow_ccc.h's structs (vs=5264, vs=88).
+        // bpf/macroflow_ccc.h's sizes (the loader checks the maps' value sizes against them too).
         assert_eq!(size_of::<GroupKey>(), 48);
         assert_eq!(size_of::<Member>(), 80);
         assert_eq!(size_of::<Group>(), 88 + 64 * 80);
-        assert_eq!(size_of::<GroupVal>(), 5272);
+        assert_eq!(size_of::<GroupVal>(), 5280);
         assert_eq!(size_of::<RawRule>(), 56);
         assert_eq!(size_of::<SockPrio>(), 16);
     }

@@ -403,7 +403,7 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
 }
 
 /// Attaches the pinned `tiu_sockops` to one more cgroup (nothing if it serves that one already),
-/// its link pinned as `sockops.N`. A cgroup inside or around one it serves is refused: a socket
+/// its link pinned as `sockops_N`. A cgroup inside or around one it serves is refused: a socket
 /// in both would run the program twice per callback (two Setup options reserved).
 fn attach_cgroup(pin_dir: &Path, cgroup: &Path) -> Result<()> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -449,7 +449,7 @@ fn attach_cgroup(pin_dir: &Path, cgroup: &Path) -> Result<()> {
     // SAFETY: a new descriptor we own (the link goes when it is closed unless pinned).
     let link = unsafe { OwnedFd::from_raw_fd(link) };
     let name = (1..)
-        .map(|n| format!("sockops.{n}"))
+        .map(|n| format!("sockops_{n}"))
         .find(|n| !pin_dir.join(n).exists() && !cs.iter().any(|(p, _)| p == n))
         .expect("a free name");
     let path = std::ffi::CString::new(pin_dir.join(&name).as_os_str().as_encoded_bytes())
@@ -477,7 +477,7 @@ fn load_and_pin(_o: &EnableOptions, _cgroup: &Path) -> Result<()> {
 
 #[cfg(not(tiu_bpf_missing))]
 fn load_and_pin(o: &EnableOptions, cgroup: &Path) -> Result<()> {
-    ensure_bpffs()?;
+    bpf_rt::ensure_bpffs()?;
     let mut object = std::mem::MaybeUninit::uninit();
     // macroflow_ccc loaded first: TiU's connections go into the map it reads (its grouping
     // follows TiU), else it reuses this one when it loads (crates/ccc-bpf's TIU_CONNS_PIN).
@@ -523,44 +523,15 @@ fn load_and_pin(o: &EnableOptions, cgroup: &Path) -> Result<()> {
     Ok(())
 }
 
-fn ensure_bpffs() -> Result<()> {
-    const BPF_FS_MAGIC: i64 = 0xcafe4a11;
-    // SAFETY: a zeroed statfs is a valid out-parameter; the path is a C string.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c"/sys/fs/bpf".as_ptr(), &mut st) } == 0
-        && st.f_type as i64 == BPF_FS_MAGIC
-    {
-        return Ok(());
-    }
-    let _ = std::fs::create_dir_all("/sys/fs/bpf");
-    // SAFETY: constant C strings; no data argument.
-    let rc = unsafe {
-        libc::mount(
-            c"bpf".as_ptr(),
-            c"/sys/fs/bpf".as_ptr(),
-            c"bpf".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return err(format!(
-            "no BPF filesystem at /sys/fs/bpf and mounting one failed: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
-}
-
 fn remove_pins(dir: &Path) -> Vec<String> {
     let mut removed = Vec::new();
-    // The cgroup links: `sockops` and `sockops.N` (attach_cgroup).
+    // The cgroup links: `sockops` and `sockops_N` (attach_cgroup).
     let links: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n == "sockops" || n.starts_with("sockops."))
+        .filter(|n| n == "sockops" || (n.starts_with("sockops_") && n != "sockops_prog"))
         .collect();
     for f in links.iter().map(String::as_str).chain(PROGS).chain(MAPS) {
         if std::fs::remove_file(dir.join(f)).is_ok() {

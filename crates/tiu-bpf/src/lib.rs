@@ -6,8 +6,6 @@
 //! [`admin`] is `macroflow tiu enable | disable | status | rule` (pinned programs and maps, tc
 //! attached to devices).
 
-use std::fmt;
-
 pub mod admin;
 
 #[cfg(not(tiu_bpf_missing))]
@@ -246,16 +244,8 @@ pub fn stat(stats: &[u64], name: &str) -> Option<u64> {
 pub const TC_ACT_OK: u32 = 0;
 pub const TC_ACT_SHOT: u32 = 2;
 
-#[derive(Debug)]
-pub struct Error(pub String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
+/// What went wrong, in words a user can act on (shared with crates/ccc-bpf).
+pub use bpf_rt::Error;
 
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -560,7 +550,6 @@ pub(crate) fn load<'o>(
     share_conns: Option<&std::path::Path>,
 ) -> Result<skel::TiuTcSkel<'o>> {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-    use libbpf_rs::MapCore;
     let mut open = skel::TiuTcSkelBuilder::default()
         .open(object)
         .map_err(|e| Error(format!("opening the BPF object: {e}")))?;
@@ -571,30 +560,11 @@ pub(crate) fn load<'o>(
         .cfg_tiu_port = tiu_port.to_be();
     let shared = match share_conns {
         None => None,
-        Some(path) => {
-            let m = libbpf_rs::MapHandle::from_pinned_path(path)
-                .map_err(|e| Error(format!("opening {}: {e}", path.display())))?;
-            let want = &open.maps.tiu_conns;
-            // reuse_fd takes any map: one of another shape would be read with the wrong layout;
-            // and it renames this one after the kernel's (the skeleton finds maps by name).
-            if m.name() != want.name()
-                || m.map_type() != want.map_type()
-                || m.key_size() != want.key_size()
-                || m.value_size() != want.value_size()
-                || m.max_entries() != want.max_entries()
-            {
-                return Err(Error(format!(
-                    "{} is not the connections map this build makes (loaded by another build?)",
-                    path.display()
-                )));
-            }
-            use std::os::fd::AsFd;
-            open.maps
-                .tiu_conns
-                .reuse_fd(m.as_fd())
-                .map_err(|e| Error(format!("sharing {}: {e}", path.display())))?;
-            Some(m)
-        }
+        Some(path) => Some(bpf_rt::reuse_pinned(
+            &mut open.maps.tiu_conns,
+            path,
+            "macroflow_ccc",
+        )?),
     };
     let sk = open
         .load()

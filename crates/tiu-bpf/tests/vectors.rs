@@ -777,3 +777,657 @@ fn a_server_learns_ids_from_syns_and_refuses_a_collision() {
     })
     .unwrap();
 }
+
+/// The family of `ad` as the maps' keys have it (4 or 6).
+fn family(ad: Addrs) -> u8 {
+    if matches!(ad.src, IpAddress::Ipv6(_)) {
+        6
+    } else {
+        4
+    }
+}
+
+/// The entry in `conns` of a connection from `sport` to `dport` as `ad.src` sends it.
+fn conn_key(ad: Addrs, sport: u16, dport: u16) -> ConnKey {
+    ConnKey {
+        netns: tiu_bpf::netns_cookie().unwrap(),
+        saddr: addr_bytes(ad.src),
+        daddr: addr_bytes(ad.dst),
+        sport: sport.to_be_bytes(),
+        dport: dport.to_be_bytes(),
+        family: family(ad),
+        pad: [0; 3],
+    }
+}
+
+/// The entry in `ids` for data datagrams from `ad.src` to `ad.dst` on the UDP port pair `udp`.
+fn id_key(ad: Addrs, udp: (u16, u16), id: u8) -> IdKey {
+    IdKey {
+        netns: tiu_bpf::netns_cookie().unwrap(),
+        saddr: addr_bytes(ad.src),
+        daddr: addr_bytes(ad.dst),
+        udp_sport: udp.0.to_be_bytes(),
+        udp_dport: udp.1.to_be_bytes(),
+        family: family(ad),
+        conn_id: id,
+        pad: [0; 2],
+    }
+}
+
+/// Its value: the TCP ports as the datagrams' segments travel, open (or closed at `closed_s`).
+fn id_val(sport: u16, dport: u16, closed_s: u32) -> IdVal {
+    IdVal {
+        sport: sport.to_be_bytes(),
+        dport: dport.to_be_bytes(),
+        closed_s,
+        ..Default::default()
+    }
+}
+
+/// A TCP listener on `port` of every address of the family (IPv6 only for IPv6, so the two
+/// families' listeners can share the port): what a server's learning looks for.
+fn listener(v6: bool, port: u16) -> socket2::Socket {
+    let (domain, addr) = if v6 {
+        (socket2::Domain::IPV6, format!("[::]:{port}"))
+    } else {
+        (socket2::Domain::IPV4, format!("0.0.0.0:{port}"))
+    };
+    let s = socket2::Socket::new(domain, socket2::Type::STREAM, None).unwrap();
+    if v6 {
+        s.set_only_v6(true).unwrap();
+    }
+    s.bind(&addr.parse::<std::net::SocketAddr>().unwrap().into())
+        .unwrap();
+    s.listen(16).unwrap();
+    s
+}
+
+/// The check of a data header's packing against the figure itself (not only crates/tiu's bytes):
+/// Data Offset in the first nibble, the ID's top four bits in the second, its lowest bit where URG
+/// was, the other flags and the window as in TCP.
+fn assert_data_header(tcp: &[u8], udp: &[u8], id: u8) {
+    assert_eq!(udp[8] >> 4, tcp[12] >> 4, "data offset");
+    assert_eq!(udp[8] & 0x0f, id >> 1, "the ID's top four bits");
+    assert_eq!(
+        (udp[9] >> 5) & 1,
+        id & 1,
+        "the ID's lowest bit (URG's place)"
+    );
+    assert_eq!(udp[9] & !0x20, tcp[13], "flags");
+    assert_eq!(
+        &udp[10..20],
+        &tcp[14..16]
+            .iter()
+            .chain(&tcp[4..12])
+            .copied()
+            .collect::<Vec<_>>()[..]
+    );
+}
+
+#[test]
+fn the_highest_port_and_the_highest_id_translate_both_ways() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    {
+        use tiu_bpf::State;
+        // Where bit packing breaks: the ID's top bits beside the Data Offset, its lowest bit in
+        // URG's place, ports whose bytes are all ones or end in a single one.
+        const EDGES: [(u16, u16); 3] = [(65535, 65535), (65535, 1), (1, 65535)];
+        // 31 and 0 (all ones, all zeros), 30 and 1 (only the bit in URG's place differs).
+        const IDS: [u8; 4] = [31, 0, 30, 1];
+        // The client's side: listed connections, then ones waiting for their SYN's answer.
+        let (n_data, n_syn, s) = tiu_bpf::with_loaded(TIU_PORT, |tc| {
+            let mut rng = Rng(0x6564_6765_0001);
+            let (mut n_data, mut n_syn) = (0u64, 0u64);
+            for v6 in [false, true] {
+                let ad = addrs(v6);
+                let back_ad = Addrs::new(ad.dst, ad.src).unwrap();
+                for (sport, dport) in EDGES {
+                    for id in IDS {
+                        let ctx = format!("v6={v6} {sport}->{dport} id={id}");
+                        let key = conn_key(ad, sport, dport);
+                        tc.add_conn(&key, &client_val(id)).unwrap();
+                        tc.add_id(
+                            &id_key(ad, (CLIENT_UDP, TIU_PORT), id),
+                            &id_val(sport, dport, 0),
+                        )
+                        .unwrap();
+                        for k in 0..24 {
+                            let syn = k % 3 == 2;
+                            let mut t = segment_kind(&mut rng, sport, dport, id, syn);
+                            tcp_checksum(ad, &mut t);
+                            let want = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), id).unwrap();
+                            if syn {
+                                assert_eq!(&want[20..22], &sport.to_be_bytes(), "{ctx}");
+                                assert_eq!(&want[22..24], &dport.to_be_bytes(), "{ctx}");
+                                assert_eq!((want[8] & 0x0f, want[9] & 0x20), (0, 0), "{ctx}");
+                                n_syn += 1;
+                            } else {
+                                assert_data_header(&t, &want, id);
+                                n_data += 1;
+                            }
+                            // Fixed: every segment, a SYN too, goes as TiU at once (no raw copy).
+                            assert_eq!(
+                                tc.egress(&frame(v6, 6, &t)).unwrap(),
+                                (TC_ACT_OK, frame(v6, 17, &want)),
+                                "egress {ctx} k={k} flags={:#04x}",
+                                t[13]
+                            );
+                            // The other end: a SYN-ACK teaches only the host that asked (its own
+                            // entry, the reverse four-tuple, with this ID).
+                            if t[13] & 0x12 == 0x12 {
+                                tc.add_conn(
+                                    &conn_key(back_ad, dport, sport),
+                                    &ConnVal {
+                                        udp_sport: TIU_PORT.to_be_bytes(),
+                                        udp_dport: CLIENT_UDP.to_be_bytes(),
+                                        conn_id: id,
+                                        pad: [0; 3],
+                                        state: State::Fixed as u32,
+                                    },
+                                )
+                                .unwrap();
+                            }
+                            let back =
+                                tiu_to_tcp(&want, ad, |i| (i == id).then_some((sport, dport)))
+                                    .unwrap();
+                            assert_eq!(&back.tcp[..4], &t[..4], "{ctx}");
+                            assert_eq!(
+                                tc.ingress(&frame(v6, 17, &want)).unwrap(),
+                                (TC_ACT_OK, frame(v6, 6, &back.tcp)),
+                                "ingress {ctx} k={k} flags={:#04x}",
+                                t[13]
+                            );
+                            assert_eq!(
+                                tc.ingress_checksum_complete(&frame(v6, 17, &want)).unwrap(),
+                                (TC_ACT_OK, frame(v6, 6, &back.tcp)),
+                                "CHECKSUM_COMPLETE {ctx} k={k}"
+                            );
+                        }
+                        // Waiting for its SYN's answer (a connection given its ID by rule): the
+                        // SYN's TiU copy is crates/tiu's datagram, the SYN itself goes on raw.
+                        tc.add_conn(
+                            &key,
+                            &ConnVal {
+                                state: State::SynSent as u32,
+                                ..client_val(id)
+                            },
+                        )
+                        .unwrap();
+                        let mut t = segment_kind(&mut rng, sport, dport, id, true);
+                        t[13] = 0x02;
+                        tcp_checksum(ad, &mut t);
+                        let want = tcp_to_tiu(&t, ad, (CLIENT_UDP, TIU_PORT), id).unwrap();
+                        assert_eq!(
+                            tc.egress_copy(&frame(v6, 6, &t)).unwrap(),
+                            (TC_ACT_OK, frame(v6, 17, &want)),
+                            "SYN's TiU copy {ctx}"
+                        );
+                        assert_eq!(
+                            tc.egress(&frame(v6, 6, &t)).unwrap(),
+                            (TC_ACT_OK, frame(v6, 6, &t)),
+                            "raw SYN {ctx}"
+                        );
+                        n_syn += 1;
+                    }
+                }
+            }
+            (n_data, n_syn, tc.stats().unwrap())
+        })
+        .unwrap();
+        let named = tiu_bpf::named_stats(&s);
+        println!("client side: {n_data} data and {n_syn} SYN segments; counters {named:?}");
+        let get = |n: &str| tiu_bpf::stat(&s, n).unwrap();
+        // Each SynSent SYN: one raw copy (its copy is counted once more as eg_syn).
+        let raw = 2 * EDGES.len() as u64 * IDS.len() as u64;
+        assert_eq!(
+            (
+                get("eg_data"),
+                get("eg_syn"),
+                get("eg_raw_copy"),
+                get("in_data"),
+                get("in_syn")
+            ),
+            (n_data, n_syn, raw, 2 * n_data, 2 * (n_syn - raw)),
+            "{named:?}"
+        );
+        for bad in [
+            "eg_uncarried",
+            "eg_no_setup",
+            "in_unknown_id",
+            "in_malformed",
+            "in_error",
+            "in_collision",
+            "in_refused_syn",
+            "in_dup_handshake",
+            "fallback",
+        ] {
+            assert_eq!(get(bad), 0, "{bad}: {named:?}");
+        }
+
+        // The server's side: TiU SYNs asking for the edge IDs to the edge ports are learned, the
+        // SYN-ACK's TiU copy carries the ID, and data goes both ways with it.
+        let s = tiu_bpf::with_loaded(TIU_PORT, |tc| {
+            let mut rng = Rng(0x6564_6765_0002);
+            let _listeners: Vec<_> = [false, true]
+                .into_iter()
+                .flat_map(|v6| [listener(v6, 65535), listener(v6, 1)])
+                .collect();
+            for v6 in [false, true] {
+                let ad = addrs(v6);
+                let back_ad = Addrs::new(ad.dst, ad.src).unwrap();
+                for (sport, dport) in EDGES {
+                    for id in IDS {
+                        let ctx = format!("server v6={v6} {sport}->{dport} id={id}");
+                        let mut syn = segment_kind(&mut rng, sport, dport, id, true);
+                        syn[13] = 0x02;
+                        tcp_checksum(ad, &mut syn);
+                        let d = tcp_to_tiu(&syn, ad, (CLIENT_UDP, TIU_PORT), id).unwrap();
+                        let back = tiu_to_tcp(&d, ad, |_| None).unwrap();
+                        assert_eq!(
+                            tc.ingress(&frame(v6, 17, &d)).unwrap(),
+                            (TC_ACT_OK, frame(v6, 6, &back.tcp)),
+                            "SYN in {ctx}"
+                        );
+                        let server = conn_key(back_ad, dport, sport);
+                        assert_eq!(
+                            tc.conn(&server).unwrap(),
+                            Some(ConnVal {
+                                udp_sport: TIU_PORT.to_be_bytes(),
+                                udp_dport: CLIENT_UDP.to_be_bytes(),
+                                conn_id: id,
+                                pad: [0; 3],
+                                state: State::Learned as u32,
+                            }),
+                            "learned {ctx}"
+                        );
+                        let mut synack = segment_kind(&mut rng, dport, sport, id, true);
+                        synack[13] = 0x12;
+                        tcp_checksum(back_ad, &mut synack);
+                        let want =
+                            tcp_to_tiu(&synack, back_ad, (TIU_PORT, CLIENT_UDP), id).unwrap();
+                        assert_eq!(
+                            tc.egress_copy(&frame_dir(v6, 6, &synack, true)).unwrap(),
+                            (TC_ACT_OK, frame_dir(v6, 17, &want, true)),
+                            "SYN-ACK's TiU copy {ctx}"
+                        );
+                        assert_eq!(
+                            tc.egress(&frame_dir(v6, 6, &synack, true)).unwrap(),
+                            (TC_ACT_OK, frame_dir(v6, 6, &synack, true)),
+                            "raw SYN-ACK {ctx}"
+                        );
+                        // The client's data, with the learned ID: the ports come back.
+                        let mut data = segment_kind(&mut rng, sport, dport, id, false);
+                        tcp_checksum(ad, &mut data);
+                        let dd = tcp_to_tiu(&data, ad, (CLIENT_UDP, TIU_PORT), id).unwrap();
+                        assert_data_header(&data, &dd, id);
+                        let backd =
+                            tiu_to_tcp(&dd, ad, |i| (i == id).then_some((sport, dport))).unwrap();
+                        assert_eq!(
+                            tc.ingress(&frame(v6, 17, &dd)).unwrap(),
+                            (TC_ACT_OK, frame(v6, 6, &backd.tcp)),
+                            "data in {ctx}"
+                        );
+                        assert_eq!(
+                            tc.conn(&server).unwrap().unwrap().state,
+                            State::Confirmed as u32,
+                            "{ctx}"
+                        );
+                        // The server's data, with the same ID the other way.
+                        let mut out = segment_kind(&mut rng, dport, sport, id, false);
+                        tcp_checksum(back_ad, &mut out);
+                        let wo = tcp_to_tiu(&out, back_ad, (TIU_PORT, CLIENT_UDP), id).unwrap();
+                        assert_data_header(&out, &wo, id);
+                        assert_eq!(
+                            tc.egress(&frame_dir(v6, 6, &out, true)).unwrap(),
+                            (TC_ACT_OK, frame_dir(v6, 17, &wo, true)),
+                            "data out {ctx}"
+                        );
+                    }
+                }
+            }
+            tc.stats().unwrap()
+        })
+        .unwrap();
+        let named = tiu_bpf::named_stats(&s);
+        println!("server side: counters {named:?}");
+        let get = |n: &str| tiu_bpf::stat(&s, n).unwrap();
+        let n = 2 * EDGES.len() as u64 * IDS.len() as u64;
+        assert_eq!(
+            (
+                get("in_syn"),
+                get("eg_syn"),
+                get("eg_raw_copy"),
+                get("in_data"),
+                get("eg_data")
+            ),
+            (n, n, n, n, n),
+            "{named:?}"
+        );
+        for bad in [
+            "in_no_listener",
+            "in_collision",
+            "in_refused_syn",
+            "in_dup_handshake",
+            "in_unknown_id",
+            "in_malformed",
+            "in_error",
+            "eg_uncarried",
+            "eg_no_setup",
+        ] {
+            assert_eq!(get(bad), 0, "{bad}: {named:?}");
+        }
+    }
+}
+
+/// `closed_s` as tiu_tc's close callback writes it now: 1 + the second of CLOCK_MONOTONIC (the
+/// clock of bpf_ktime_get_ns).
+fn closed_now() -> u32 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: an out-parameter of the right type.
+    assert_eq!(
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) },
+        0
+    );
+    ts.tv_sec as u32 + 1
+}
+
+#[test]
+fn a_reconnect_on_the_same_four_tuple_gets_its_id_again() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    for v6 in [false, true] {
+        // The closed connection that left ID 7 lingering: this four-tuple's own (a reconnect),
+        // or an earlier one of the peer's from another port.
+        for old_sport in [50_007u16, 50_070] {
+            tiu_bpf::with_loaded(TIU_PORT, |tc| {
+                use tiu_bpf::State;
+                let ctx = format!("v6={v6} lingering ID 7 of {old_sport}->5201");
+                let ad = addrs(v6);
+                let back_ad = Addrs::new(ad.dst, ad.src).unwrap();
+                let mut rng = Rng(0x7265_636f_0000 + u64::from(old_sport));
+                let _server = listener(v6, 5201);
+                // The close callback took the connection's entry from `conns` and marked its ID
+                // entry closed (it lingers for late segments).
+                tc.add_id(
+                    &id_key(ad, (CLIENT_UDP, TIU_PORT), 7),
+                    &IdVal {
+                        seen: 1,
+                        ..id_val(old_sport, 5201, closed_now())
+                    },
+                )
+                .unwrap();
+                assert_eq!(tc.entries(), (0, 0), "no connection, no open ID: {ctx}");
+                // A late segment of the closed connection still reaches its ports.
+                let mut late = segment_kind(&mut rng, old_sport, 5201, 7, false);
+                tcp_checksum(ad, &mut late);
+                let dl = tcp_to_tiu(&late, ad, (CLIENT_UDP, TIU_PORT), 7).unwrap();
+                let backl = tiu_to_tcp(&dl, ad, |_| Some((old_sport, 5201))).unwrap();
+                assert_eq!(
+                    tc.ingress(&frame(v6, 17, &dl)).unwrap(),
+                    (TC_ACT_OK, frame(v6, 6, &backl.tcp)),
+                    "late segment: {ctx}"
+                );
+                // The peer's new SYN from 50007 asks for ID 7 again: learned, not refused.
+                let mut syn = segment_kind(&mut rng, 50_007, 5201, 7, true);
+                syn[13] = 0x02;
+                tcp_checksum(ad, &mut syn);
+                let d = tcp_to_tiu(&syn, ad, (CLIENT_UDP, TIU_PORT), 7).unwrap();
+                let back = tiu_to_tcp(&d, ad, |_| None).unwrap();
+                assert_eq!(
+                    tc.ingress(&frame(v6, 17, &d)).unwrap(),
+                    (TC_ACT_OK, frame(v6, 6, &back.tcp)),
+                    "SYN: {ctx}"
+                );
+                let server = conn_key(back_ad, 5201, 50_007);
+                assert_eq!(
+                    tc.conn(&server).unwrap(),
+                    Some(ConnVal {
+                        udp_sport: TIU_PORT.to_be_bytes(),
+                        udp_dport: CLIENT_UDP.to_be_bytes(),
+                        conn_id: 7,
+                        pad: [0; 3],
+                        state: State::Learned as u32,
+                    }),
+                    "the server's entry: {ctx}"
+                );
+                // The ID entry is open again (closed_s 0): the only one, and the only connection.
+                assert_eq!(tc.entries(), (1, 1), "open again: {ctx}");
+                // The SYN-ACK's TiU copy carries ID 7 (not 255), the SYN-ACK goes on raw too.
+                let mut synack = segment_kind(&mut rng, 5201, 50_007, 7, true);
+                synack[13] = 0x12;
+                tcp_checksum(back_ad, &mut synack);
+                let want = tcp_to_tiu(&synack, back_ad, (TIU_PORT, CLIENT_UDP), 7).unwrap();
+                assert_eq!(
+                    tc.egress_copy(&frame_dir(v6, 6, &synack, true)).unwrap(),
+                    (TC_ACT_OK, frame_dir(v6, 17, &want, true)),
+                    "SYN-ACK's TiU copy: {ctx}"
+                );
+                assert_eq!(
+                    tc.egress(&frame_dir(v6, 6, &synack, true)).unwrap(),
+                    (TC_ACT_OK, frame_dir(v6, 6, &synack, true)),
+                    "raw SYN-ACK: {ctx}"
+                );
+                // Data with ID 7: the new connection's ports, never the old ones.
+                let mut data = segment_kind(&mut rng, 50_007, 5201, 7, false);
+                tcp_checksum(ad, &mut data);
+                let dd = tcp_to_tiu(&data, ad, (CLIENT_UDP, TIU_PORT), 7).unwrap();
+                let backd = tiu_to_tcp(&dd, ad, |_| Some((50_007, 5201))).unwrap();
+                let (ret, got) = tc.ingress(&frame(v6, 17, &dd)).unwrap();
+                assert_eq!(
+                    (ret, &got),
+                    (TC_ACT_OK, &frame(v6, 6, &backd.tcp)),
+                    "data: {ctx}"
+                );
+                if old_sport != 50_007 {
+                    let stale = tiu_to_tcp(&dd, ad, |_| Some((old_sport, 5201))).unwrap();
+                    assert_ne!(got, frame(v6, 6, &stale.tcp), "the old ports: {ctx}");
+                }
+                // Its first TiU data segment confirmed the server's handshake.
+                assert_eq!(
+                    tc.conn(&server).unwrap().unwrap().state,
+                    State::Confirmed as u32,
+                    "{ctx}"
+                );
+                // And the server's data goes out with ID 7.
+                let mut out = segment_kind(&mut rng, 5201, 50_007, 7, false);
+                tcp_checksum(back_ad, &mut out);
+                let wo = tcp_to_tiu(&out, back_ad, (TIU_PORT, CLIENT_UDP), 7).unwrap();
+                assert_eq!(
+                    tc.egress(&frame_dir(v6, 6, &out, true)).unwrap(),
+                    (TC_ACT_OK, frame_dir(v6, 17, &wo, true)),
+                    "data out: {ctx}"
+                );
+                let s = tc.stats().unwrap();
+                let named = tiu_bpf::named_stats(&s);
+                let get = |n: &str| tiu_bpf::stat(&s, n).unwrap();
+                assert_eq!(
+                    (
+                        get("in_syn"),
+                        get("in_data"),
+                        get("eg_syn"),
+                        get("eg_raw_copy"),
+                        get("eg_data")
+                    ),
+                    (1, 2, 1, 1, 1),
+                    "{ctx}: {named:?}"
+                );
+                for bad in [
+                    "in_collision",
+                    "in_refused_syn",
+                    "in_dup_handshake",
+                    "in_no_listener",
+                    "in_unknown_id",
+                    "in_error",
+                ] {
+                    assert_eq!(get(bad), 0, "{bad}, {ctx}: {named:?}");
+                }
+            })
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_full_connections_map_evicts_idle_entries_and_never_mistranslates() {
+    if let Some(why) = cannot_load() {
+        println!("SKIP: {why}");
+        return;
+    }
+    #[cfg(not(tiu_bpf_missing))]
+    tiu_bpf::with_loaded(TIU_PORT, |tc| {
+        use tiu_bpf::State;
+        const FULL: usize = 4096; // TIU_MAX_CONNS: `tiu_conns`' size
+        const MORE: usize = 1000;
+        const LIVE: usize = 0; // the oldest entry: the first an LRU would take, were it idle
+        let started = std::time::Instant::now();
+        let ad = addrs(false);
+        let mut rng = Rng(0x6c72_7500_0001);
+        // Connection i: port 10000 + i to 5201 on the UDP port pair 20000 + i / 32 to the TiU
+        // port, ID i % 32: every (port pair, ID) its own, so each connection has an `ids` entry.
+        let conn = |i: usize| (10_000 + i as u16, 20_000 + (i / 32) as u16, (i % 32) as u8);
+        let key = |i: usize| conn_key(ad, conn(i).0, 5201);
+        // Each connection's data segment and the datagram crates/tiu makes of it.
+        let segs: Vec<(Vec<u8>, Vec<u8>)> = (0..FULL + MORE)
+            .map(|i| {
+                let (sport, udp, id) = conn(i);
+                let mut t = segment_kind(&mut rng, sport, 5201, id, false);
+                tcp_checksum(ad, &mut t);
+                let d = tcp_to_tiu(&t, ad, (udp, TIU_PORT), id).unwrap();
+                (t, d)
+            })
+            .collect();
+        let add = |i: usize| {
+            let (sport, udp, id) = conn(i);
+            tc.add_conn(
+                &key(i),
+                &ConnVal {
+                    udp_sport: udp.to_be_bytes(),
+                    udp_dport: TIU_PORT.to_be_bytes(),
+                    conn_id: id,
+                    pad: [0; 3],
+                    state: State::Fixed as u32,
+                },
+            )
+            .unwrap();
+            tc.add_id(&id_key(ad, (udp, TIU_PORT), id), &id_val(sport, 5201, 0))
+                .unwrap();
+        };
+        let mut live_runs = 0u64;
+        let mut live = |when: &str| {
+            let (t, d) = &segs[LIVE];
+            live_runs += 1;
+            assert_eq!(
+                tc.egress(&frame(false, 6, t)).unwrap(),
+                (TC_ACT_OK, frame(false, 17, d)),
+                "the live connection {when}"
+            );
+        };
+        // (User space's lookups, tc.conn, do not touch the LRU's reference bits; egress's do: one
+        // use after the fill is enough to keep an entry through the next rotation, none is not.)
+        let listed = |n: usize| {
+            (0..n)
+                .filter(|&i| tc.conn(&key(i)).unwrap().is_some())
+                .count()
+        };
+        for i in 0..FULL {
+            add(i);
+        }
+        let after_fill = listed(FULL);
+        println!("after filling {FULL}: {after_fill} listed");
+        live("after the fill");
+        for i in FULL..FULL + MORE {
+            add(i);
+            if i % 8 == 0 {
+                live(&format!("while adding connection {i}"));
+            }
+        }
+        live("after 1000 more");
+        // Every connection: its own datagram (listed) or its segment as it is (evicted: plain
+        // TCP), never another's ID or port pair. And its datagram decapsulates to its own
+        // ports (`ids` is 16 times larger: nothing should go from it).
+        let mut evicted = Vec::new();
+        for (i, (t, d)) in segs.iter().enumerate() {
+            let (sport, _, id) = conn(i);
+            let is_listed = tc.conn(&key(i)).unwrap().is_some();
+            let (ret, out) = tc.egress(&frame(false, 6, t)).unwrap();
+            assert_eq!(ret, TC_ACT_OK, "connection {i}");
+            if out == frame(false, 17, d) {
+                assert!(is_listed, "connection {i} translated without an entry");
+            } else {
+                assert_eq!(
+                    out,
+                    frame(false, 6, t),
+                    "connection {i} (ID {id}): neither its own datagram nor plain TCP"
+                );
+                assert!(!is_listed, "connection {i} listed but not translated");
+                evicted.push(i);
+            }
+            let back = tiu_to_tcp(d, ad, |j| (j == id).then_some((sport, 5201))).unwrap();
+            assert_eq!(
+                tc.ingress(&frame(false, 17, d)).unwrap(),
+                (TC_ACT_OK, frame(false, 6, &back.tcp)),
+                "connection {i}'s datagram"
+            );
+        }
+        // The oldest idle ones should go first (the kernel's LRU is approximate: printed, not
+        // required).
+        let oldest = evicted
+            .iter()
+            .enumerate()
+            .take_while(|(n, &i)| i == n + 1)
+            .count();
+        println!(
+            "evicted {} of {} (the map holds {FULL}): connections {:?} to {:?}, the first {oldest} \
+             of them the oldest idle ones in order; the live one {}; {:.1} s",
+            evicted.len(),
+            FULL + MORE,
+            evicted.first(),
+            evicted.last(),
+            if evicted.contains(&LIVE) {
+                "evicted"
+            } else {
+                "kept"
+            },
+            started.elapsed().as_secs_f64()
+        );
+        assert!(!evicted.contains(&LIVE), "the live connection was evicted");
+        // Eviction reached the oldest entries: the live one stayed for its use, not its luck.
+        assert!(
+            evicted.contains(&(LIVE + 1)),
+            "the idle connection after the live one was kept"
+        );
+        assert_eq!(
+            tc.entries().0,
+            FULL + MORE - evicted.len(),
+            "entries listed"
+        );
+        assert!(
+            evicted.len() >= MORE,
+            "{} evicted: the map holds {FULL}",
+            evicted.len()
+        );
+        let s = tc.stats().unwrap();
+        let named = tiu_bpf::named_stats(&s);
+        let get = |n: &str| tiu_bpf::stat(&s, n).unwrap();
+        let kept = (FULL + MORE - evicted.len()) as u64;
+        assert_eq!(
+            (get("eg_data"), get("in_data")),
+            (live_runs + kept, (FULL + MORE) as u64),
+            "{named:?}"
+        );
+        for bad in ["eg_uncarried", "eg_error", "in_unknown_id", "in_error"] {
+            assert_eq!(get(bad), 0, "{bad}: {named:?}");
+        }
+    })
+    .unwrap();
+}
