@@ -12,7 +12,7 @@ Clients: two iperf3 clients at once, 4 connections each to ports 5201 and 5202 (
 with macroflow_ccc one group, priorities 1 and 2 by port), then 8 parallel curl downloads from
 lighttpd (s to c). Per path, the routers' transmit counters show where the packets went.
 
-    sudo .venv/bin/python bench/tiu_ecmp.py [--seconds 10] [--out out/tiu-ecmp]
+    sudo .venv/bin/python bench/tiu_ecmp.py [--seconds 10] [--out out/tiu-ecmp] [--ipv6]
 
 Prints a table and writes result.json.
 """
@@ -34,7 +34,27 @@ from pathlib import Path
 TAG = f"te{os.getpid() % 10000}"
 NS = {k: f"{TAG}{k}" for k in ("c", "r1", "r2", "s")}
 PORT = 8897
-SERVER = "10.83.9.1"
+# The address plan: IPv4, or IPv6 with --ipv6 (set by `plan()`). Link n is 10.83.n.0/24 or
+# fd83:n::/64; the server's own address is on its loopback.
+V4 = {"net": "10.83.{}.{}", "len": "24", "server": "10.83.9.1", "host": "32", "clients": "10.83.1.0/24"}
+V6 = {"net": "fd83:{}::{}", "len": "64", "server": "fd83:9::1", "host": "128", "clients": "fd83:1::/64"}
+P = dict(V4)
+SERVER = P["server"]
+
+
+def plan(ipv6: bool) -> None:
+    global SERVER
+    P.clear()
+    P.update(V6 if ipv6 else V4)
+    SERVER = P["server"]
+
+
+def a(link: int, host: int) -> str:
+    return P["net"].format(link, host)
+
+
+def url_host() -> str:
+    return f"[{SERVER}]" if ":" in SERVER else SERVER
 RATES = {"A": "10mbit", "B": "30mbit"}
 
 
@@ -63,22 +83,28 @@ def setup() -> None:
     veth("r1", "r1a", "r2", "r2a")
     veth("r1", "r1b", "r2", "r2b")
     veth("r2", "r2s", "s", "s0")
-    addrs = [("c", "c0", "10.83.1.1/24"), ("r1", "r1c", "10.83.1.2/24"),
-             ("r1", "r1a", "10.83.2.1/24"), ("r2", "r2a", "10.83.2.2/24"),
-             ("r1", "r1b", "10.83.3.1/24"), ("r2", "r2b", "10.83.3.2/24"),
-             ("r2", "r2s", "10.83.4.1/24"), ("s", "s0", "10.83.4.2/24"), ("s", "lo", SERVER + "/32")]
-    for n, d, a in addrs:
-        sh("ip", "-n", NS[n], "addr", "add", a, "dev", d)
-    sh("ip", "-n", NS["c"], "route", "add", "default", "via", "10.83.1.2")
-    sh("ip", "-n", NS["s"], "route", "add", "default", "via", "10.83.4.1")
+    ln, host = P["len"], P["host"]
+    addrs = [("c", "c0", a(1, 1)), ("r1", "r1c", a(1, 2)), ("r1", "r1a", a(2, 1)), ("r2", "r2a", a(2, 2)),
+             ("r1", "r1b", a(3, 1)), ("r2", "r2b", a(3, 2)), ("r2", "r2s", a(4, 1)), ("s", "s0", a(4, 2))]
+    # IPv6 addresses without duplicate detection: usable at once.
+    extra = ["nodad"] if ":" in SERVER else []
+    for n, d, x in addrs:
+        sh("ip", "-n", NS[n], "addr", "add", f"{x}/{ln}", "dev", d, *extra)
+    sh("ip", "-n", NS["s"], "addr", "add", f"{SERVER}/{host}", "dev", "lo", *extra)
+    sh("ip", "-n", NS["c"], "route", "add", "default", "via", a(1, 2))
+    sh("ip", "-n", NS["s"], "route", "add", "default", "via", a(4, 1))
     for r in ("r1", "r2"):
-        nsx(r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        nsx(r, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
-    sh("ip", "-n", NS["r1"], "route", "add", SERVER + "/32",
-       "nexthop", "via", "10.83.2.2", "nexthop", "via", "10.83.3.2")
-    sh("ip", "-n", NS["r2"], "route", "add", SERVER + "/32", "via", "10.83.4.2")
-    sh("ip", "-n", NS["r2"], "route", "add", "10.83.1.0/24",
-       "nexthop", "via", "10.83.2.1", "nexthop", "via", "10.83.3.1")
+        if ":" in SERVER:
+            nsx(r, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+            nsx(r, "sysctl", "-qw", "net.ipv6.fib_multipath_hash_policy=1")
+        else:
+            nsx(r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+            nsx(r, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
+    sh("ip", "-n", NS["r1"], "route", "add", f"{SERVER}/{host}",
+       "nexthop", "via", a(2, 2), "nexthop", "via", a(3, 2))
+    sh("ip", "-n", NS["r2"], "route", "add", f"{SERVER}/{host}", "via", a(4, 2))
+    sh("ip", "-n", NS["r2"], "route", "add", P["clients"],
+       "nexthop", "via", a(2, 1), "nexthop", "via", a(3, 1))
     # The bottlenecks: each router's egress onto a path (both directions are shaped).
     for r, side in (("r1", "r1"), ("r2", "r2")):
         for p, rate in RATES.items():
@@ -126,13 +152,14 @@ class Sampler:
         self.tiu_on, self.stop = tiu_on, threading.Event()
         self.cwnd: list = []  # (t_s, {dport: [cwnd, ...]})
         self.plain: set = set()  # (local port, peer port) TiU held as fallen back
+        self.errors: list = []  # status reads that failed (counted, shown)
         self.t = threading.Thread(target=self.run, daemon=True)
 
     def run(self) -> None:
         t0 = time.monotonic()
         while not self.stop.wait(1.0):
             by_port: dict = {}
-            out = nsx("c", "ss", "-tinH", "state", "established", "dst", SERVER, check=False).stdout
+            out = nsx("c", "ss", "-tinH", "state", "established", "dst", url_host(), check=False).stdout
             # iperf3's control connections (one per port, idle) are left out: data ones only.
             for m in re.finditer(r":(\d+)\s+\S+:(520[12])\b.*?\n\s(.*)", out):
                 cw, acked = re.search(r"cwnd:(\d+)", m.group(3)), re.search(r"bytes_acked:(\d+)", m.group(3))
@@ -140,7 +167,11 @@ class Sampler:
                     by_port.setdefault(int(m.group(2)), []).append(int(cw.group(1)))
             self.cwnd.append((time.monotonic() - t0, by_port))
             if self.tiu_on:
-                st = json.loads(macroflow("tiu", "status", "--json"))
+                r = sh(str(Path(sys.executable).parent / "macroflow"), "tiu", "status", "--json", check=False)
+                if r.returncode != 0:
+                    self.errors.append(r.stderr.strip())
+                    continue
+                st = json.loads(r.stdout)
                 for p in st["host_pairs"]:
                     for c in p["connections"]:
                         if c["state"] == "plain":
@@ -154,11 +185,12 @@ class Sampler:
         self.stop.set()
         self.t.join()
 
-    def cwnd_ratio(self, from_s: float) -> float:
-        """Mean cwnd of the connections to 5202 over that of those to 5201, from `from_s` on."""
+    def cwnd_ratio(self, from_s: float):
+        """Mean cwnd of the connections to 5202 over that of those to 5201, from `from_s` on
+        (None without samples of both)."""
         a = [c for t, d in self.cwnd if t >= from_s for c in d.get(5201, [])]
         b = [c for t, d in self.cwnd if t >= from_s for c in d.get(5202, [])]
-        return (sum(b) / len(b)) / (sum(a) / len(a)) if a and b else float("nan")
+        return (sum(b) / len(b)) / (sum(a) / len(a)) if a and b else None
 
 
 def macroflow(*args: str) -> str:
@@ -199,7 +231,7 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
     dl_sampler = Sampler(mode != "plain")
     dl_sampler.t.start()
     curls = [subprocess.Popen(["ip", "netns", "exec", NS["c"], "curl", "-s", "-o", "/dev/null", "-w",
-                               "%{size_download} %{time_total}", f"http://{SERVER}:8080/blob"],
+                               "%{size_download} %{time_total}", f"http://{url_host()}:8080/blob"],
                               stdout=subprocess.PIPE, text=True) for _ in range(8)]
     downs = []
     for c in curls:
@@ -228,6 +260,7 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
         "upload_cwnd_samples": sampler.cwnd,
         "upload_tcp_ext": {k: ext1.get(k, 0) - ext0.get(k, 0) for k in ext1},
         "fell_back": sorted(sampler.plain | dl_sampler.plain),
+        "status_read_errors": sampler.errors + dl_sampler.errors,
     }
 
 
@@ -242,18 +275,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--out", default="out/tiu-ecmp")
-    a = ap.parse_args()
+    ap.add_argument("--ipv6", action="store_true", help="the same over IPv6 (multipath hash policy 1 for IPv6)")
+    args = ap.parse_args()
+    plan(args.ipv6)
     if os.geteuid() != 0:
         sys.exit("root needed (network namespaces, tc, BPF)")
     for tool in ("iperf3", "curl", "lighttpd", "ethtool"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed (make deps installs it)")
-    out = Path(a.out)
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     www = Path(tempfile.mkdtemp(prefix="tiu-www-"))
     (www / "blob").write_bytes(os.urandom(4 << 20))
     conf = www / "lighttpd.conf"
-    conf.write_text(f'server.document-root = "{www}"\nserver.port = 8080\nserver.bind = "{SERVER}"\n'
+    conf.write_text(f'server.document-root = "{www}"\nserver.port = 8080\nserver.bind = "{url_host()}"\n'
                     f'server.pid-file = "{www}/pid"\n')
     if os.path.exists("/sys/fs/bpf/macroflow_tiu"):
         sys.exit("TiU is enabled already (`macroflow tiu disable` first): this run enables and disables it")
@@ -266,11 +301,11 @@ def main() -> None:
         httpd = subprocess.Popen(["ip", "netns", "exec", NS["s"], "lighttpd", "-D", "-f", str(conf)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
-        results.append(run_mode("plain", a.seconds, www))
+        results.append(run_mode("plain", args.seconds, www))
         macroflow("tiu", "enable", "--port", str(PORT), "--dev", f"{NS['c']}:c0", "--dev", f"{NS['s']}:s0")
-        macroflow("tiu", "rule", "add", "10.83.1.0/24")
-        macroflow("tiu", "rule", "add", SERVER + "/32")
-        results.append(run_mode("tiu", a.seconds, www))
+        macroflow("tiu", "rule", "add", P["clients"])
+        macroflow("tiu", "rule", "add", f"{SERVER}/{P['host']}")
+        results.append(run_mode("tiu", args.seconds, www))
         if "macroflow_ccc" not in sh("sysctl", "-n", "net.ipv4.tcp_available_congestion_control").stdout:
             macroflow("linux", "load")
             ccc_loaded_here = True
@@ -281,13 +316,13 @@ def main() -> None:
             added_rules.append(int(said.split()[1]))  # "rule N added"
         # The server's connections (the downloads) by route: a namespace's default congestion
         # control cannot be set to a BPF one here (EPERM).
-        sh("ip", "-n", NS["s"], "route", "replace", "default", "via", "10.83.4.1", "congctl", "macroflow_ccc")
+        sh("ip", "-n", NS["s"], "route", "replace", "default", "via", a(4, 1), "congctl", "macroflow_ccc")
         # The hash seed is random per namespace, so which path TiU's port pair takes differs
         # from run to run: the coupled run goes over both rates, by swapping them.
         tiu_path = max(("A", "B"), key=lambda p: results[-1]["upload_path_pkts"][f"r1{p.lower()}"])
-        results.append(run_mode(f"tiu+ccc {RATES[tiu_path][:-4]}M", a.seconds, www))
+        results.append(run_mode(f"tiu+ccc {RATES[tiu_path][:-4]}M", args.seconds, www))
         set_rates({"A": RATES["B"], "B": RATES["A"]})
-        results.append(run_mode(f"tiu+ccc {RATES['B' if tiu_path == 'A' else 'A'][:-4]}M", a.seconds, www))
+        results.append(run_mode(f"tiu+ccc {RATES['B' if tiu_path == 'A' else 'A'][:-4]}M", args.seconds, www))
         results.append({"mode": "tiu status", "text": macroflow("tiu", "status")})
         httpd.kill()
     finally:
@@ -316,10 +351,11 @@ def main() -> None:
     for r in results:
         if "upload_bps" in r:
             e = r["upload_tcp_ext"]
-            print(f"{r['mode']:12s} kernel cwnd 5202:5201 from 5 s {r['upload_cwnd_ratio_from_5s']:.2f}x; uploads: "
+            cw = r["upload_cwnd_ratio_from_5s"]
+            print(f"{r['mode']:12s} kernel cwnd 5202:5201 from 5 s {'n/a' if cw is None else f'{cw:.2f}x'}; uploads: "
                   f"{e.get('TcpExtTCPTimeouts', 0)} timeouts, {e.get('TcpExtTCPFastRetrans', 0)} fast retransmits, "
                   f"{e.get('TcpExtTCPLossProbes', 0)} loss probes; fell back (local, port, peer port): "
-                  f"{r['fell_back'] or 'none'}")
+                  f"{r['fell_back'] or 'none'}" + (f"; {len(r['status_read_errors'])} status reads failed" if r["status_read_errors"] else ""))
     print(results[-1]["text"])
 
 

@@ -210,8 +210,10 @@ struct where {
 static __always_inline __u64 skb_netns(struct __sk_buff *skb)
 {
 	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+	struct net_device *dev = k->dev;
 
-	return BPF_CORE_READ(k, dev, nd_net.net, net_cookie);
+	/* Direct loads (the verifier makes them fault-safe), not three probe reads per packet. */
+	return dev ? dev->nd_net.net->net_cookie : 0;
 }
 
 /* Parses Ethernet and IPv4 (no fragment) or IPv6 (no extension header). 0 on success. */
@@ -532,6 +534,7 @@ int tiu_egress(struct __sk_buff *skb)
 	__u16 urg, ulen, check, usport, udport;
 	int syn, setup;
 	__u64 sum;
+	__u32 st0;
 	__u8 id;
 
 	if (locate(skb, &w) < 0 || w.proto != IPPROTO_TCP)
@@ -554,7 +557,8 @@ int tiu_egress(struct __sk_buff *skb)
 	id = conn->conn_id;
 	usport = conn->udp_sport;
 	udport = conn->udp_dport;
-	if (conn->state == TIU_ST_PLAIN) {
+	st0 = READ_ONCE(conn->state);
+	if (st0 == TIU_ST_PLAIN) {
 		count(TIU_EG_FALLEN_BACK);
 		return TC_ACT_OK;
 	}
@@ -582,7 +586,7 @@ int tiu_egress(struct __sk_buff *skb)
 		 * closes, so TiU segments the peer may still send are decapsulated and the ID is
 		 * freed with the connection, not leaked. */
 		if (syn)
-			WRITE_ONCE(conn->state, TIU_ST_PLAIN);
+			move(conn, st0, TIU_ST_PLAIN);
 		return TC_ACT_OK;
 	}
 	/*
@@ -739,7 +743,9 @@ static __always_inline int orphaned(struct __sk_buff *skb, struct where *w, stru
 
 	if (st >= 0 && st != BPF_TCP_LISTEN)
 		return 0; /* a live connection (or its request, or TIME_WAIT) */
-	return bpf_map_update_elem(&ids, k, nv, BPF_EXIST) == 0;
+	/* Gone meanwhile: the ID is free, made anew. */
+	return bpf_map_update_elem(&ids, k, nv, BPF_EXIST) == 0 ||
+	       bpf_map_update_elem(&ids, k, nv, BPF_NOEXIST) == 0;
 }
 
 /*
@@ -796,13 +802,13 @@ static __always_inline int learn(struct __sk_buff *skb, struct where *w, __u32 *
 			bpf_map_delete_elem(&tiu_conns, &ck);
 			return 0;
 		}
-		/* The ID entry first, then the state: an allocated connection's entry is rewritten,
-		 * by key (not through a looked-up pointer, which could be a recycled LRU element by
-		 * now), a listed one's is made here. If neither works, the connection goes on as plain
-		 * TCP rather than hang confirmed. */
-		had = bpf_map_lookup_elem(&ids, &ik);
-		if (bpf_map_update_elem(&ids, &ik, &iv, had ? BPF_EXIST : BPF_NOEXIST) < 0) {
-			WRITE_ONCE(mine->state, TIU_ST_PLAIN);
+		/* The ID entry first, then the state: written by key (not through a looked-up
+		 * pointer, which could be a recycled LRU element by now), made if it is gone (an
+		 * allocated ID is this host's to write). If that fails, the connection goes on as
+		 * plain TCP rather than hang confirmed. */
+		if (bpf_map_update_elem(&ids, &ik, &iv, BPF_ANY) < 0) {
+			if (!move(mine, TIU_ST_SYN_SENT, TIU_ST_PLAIN))
+				move(mine, TIU_ST_HELD, TIU_ST_PLAIN);
 			count(TIU_IN_ERROR);
 			return 0;
 		}

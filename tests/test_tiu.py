@@ -332,6 +332,12 @@ def test_a_second_cgroup_is_added_and_disable_puts_everything_back(pair: Tuple[s
         connect_from(cg2)
         c = tiu.status()["counters"]
         assert c["alloc"] == 1 and c["eg_syn"] == 2 and c["fallback"] == 0, c
+        # Without --cgroup (a device added, named twice): the cgroups stay as they are, the device
+        # is one.
+        r = cli("tiu", "enable", "--dev", f"{a}:v0", "--dev", f"{a}:v0", "--port", "8896")
+        assert r.exit_code == 0, r.output
+        st = tiu.status()
+        assert st["cgroups"] == [cg1, cg2] and len(st["devices"]) == 2, st
         # A cgroup inside one served already: refused, nothing changed.
         r = cli("tiu", "enable", "--dev", f"{a}:v0", "--port", "8896", "--cgroup", sub)
         assert r.exit_code == 2 and "inside or around" in r.output, r.output

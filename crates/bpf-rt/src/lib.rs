@@ -48,12 +48,12 @@ pub fn ensure_bpffs() -> Result<(), Error> {
 /// Makes `map` (not loaded yet) the map pinned at `path`, if that one has the same name, type,
 /// key and value size and capacity: `reuse_fd` takes any map, and one of another shape would be
 /// read with the wrong layout; and it renames this map after the kernel's, while a skeleton finds
-/// its maps by name. `other` says who pinned it, for the error (e.g. "TiU"). Returns the pinned
-/// map's handle.
+/// its maps by name. `remedy` says what to do about a map of another build (which command reloads
+/// its owner), for the error. Returns the pinned map's handle.
 pub fn reuse_pinned(
     map: &mut libbpf_rs::OpenMapMut<'_>,
     path: &Path,
-    other: &str,
+    remedy: &str,
 ) -> Result<libbpf_rs::MapHandle, Error> {
     use libbpf_rs::MapCore;
     use std::os::fd::AsFd;
@@ -66,8 +66,7 @@ pub fn reuse_pinned(
         || m.max_entries() != map.max_entries()
     {
         return Err(Error(format!(
-            "{} is not the map this build makes ({other} loaded by another build? unload it and \
-             load it again)",
+            "{} is not the map this build makes (pinned by another build? {remedy})",
             path.display()
         )));
     }

@@ -391,7 +391,11 @@ fn load_impl(opts: &LoadOptions) -> Result<Loaded> {
     if tiu.exists() {
         // TiU is enabled: share its connections map (checked first: an older TiU's has
         // another name or key).
-        bpf_rt::reuse_pinned(&mut open.maps.tiu_conns, tiu, "TiU")?;
+        bpf_rt::reuse_pinned(
+            &mut open.maps.tiu_conns,
+            tiu,
+            "`macroflow tiu disable` and enable TiU again",
+        )?;
     }
     let mut sk = open
         .load()

@@ -42,10 +42,6 @@ fn enable<'py>(
     cgroup: Option<PathBuf>,
     pin_dir: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let cgroup = match cgroup {
-        Some(c) => c,
-        None => admin::default_cgroup().map_err(rt)?,
-    };
     let o = admin::EnableOptions {
         devices: devices
             .into_iter()
@@ -69,18 +65,8 @@ fn disable<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py
     d.set_item("gone", dev_list(py, &r.gone)?)?;
     d.set_item("restored", dev_list(py, &r.restored)?)?;
     d.set_item("not_restored", r.not_restored.clone())?;
-    let rules = PyList::empty(py);
-    for x in &r.rules {
-        rules.append(rule_dict(py, x)?)?;
-    }
-    d.set_item("rules", rules)?;
-    d.set_item(
-        "cgroups",
-        r.cgroups
-            .iter()
-            .map(|c| c.display().to_string())
-            .collect::<Vec<_>>(),
-    )?;
+    d.set_item("rules", rule_list(py, &r.rules)?)?;
+    d.set_item("cgroups", paths(&r.cgroups))?;
     Ok(d)
 }
 
@@ -88,6 +74,18 @@ fn disable<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py
 #[pyo3(signature = (pin_dir=None))]
 fn is_enabled(pin_dir: Option<PathBuf>) -> bool {
     admin::is_enabled(&dir(pin_dir))
+}
+
+fn rule_list<'py>(py: Python<'py>, rs: &[tiu_bpf::Rule]) -> PyResult<Bound<'py, PyList>> {
+    let l = PyList::empty(py);
+    for r in rs {
+        l.append(rule_dict(py, r)?)?;
+    }
+    Ok(l)
+}
+
+fn paths(ps: &[PathBuf]) -> Vec<String> {
+    ps.iter().map(|p| p.display().to_string()).collect()
 }
 
 fn rule_dict<'py>(py: Python<'py>, r: &tiu_bpf::Rule) -> PyResult<Bound<'py, PyDict>> {
@@ -106,18 +104,8 @@ fn status<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py,
     let d = PyDict::new(py);
     d.set_item("port", s.port)?;
     d.set_item("devices", dev_list(py, &s.devices)?)?;
-    d.set_item(
-        "cgroups",
-        s.cgroups
-            .iter()
-            .map(|c| c.display().to_string())
-            .collect::<Vec<_>>(),
-    )?;
-    let rules = PyList::empty(py);
-    for r in &s.rules {
-        rules.append(rule_dict(py, r)?)?;
-    }
-    d.set_item("rules", rules)?;
+    d.set_item("cgroups", paths(&s.cgroups))?;
+    d.set_item("rules", rule_list(py, &s.rules)?)?;
     let pairs = PyList::empty(py);
     for p in &s.pairs {
         let pd = PyDict::new(py);
@@ -178,12 +166,7 @@ fn rule_del(prefix: &str, pin_dir: Option<PathBuf>) -> PyResult<()> {
 #[pyfunction(name = "_tiu_rules")]
 #[pyo3(signature = (pin_dir=None))]
 fn rules<'py>(py: Python<'py>, pin_dir: Option<PathBuf>) -> PyResult<Bound<'py, PyList>> {
-    let rs = admin::rules(&dir(pin_dir)).map_err(rt)?;
-    let l = PyList::empty(py);
-    for r in &rs {
-        l.append(rule_dict(py, r)?)?;
-    }
-    Ok(l)
+    rule_list(py, &admin::rules(&dir(pin_dir)).map_err(rt)?)
 }
 
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -284,8 +284,9 @@ pub fn is_enabled(pin_dir: &Path) -> bool {
 pub struct EnableOptions {
     pub devices: Vec<Device>,
     pub port: u16,
-    /// The cgroup (v2 directory) whose sockets' SYNs and SYN-ACKs get the Setup option.
-    pub cgroup: PathBuf,
+    /// The cgroup (v2 directory) whose sockets' SYNs and SYN-ACKs get the Setup option. None:
+    /// the cgroup v2 root when TiU is loaded now, else the cgroups it serves already.
+    pub cgroup: Option<PathBuf>,
     pub pin_dir: PathBuf,
 }
 
@@ -302,45 +303,62 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
     for d in &o.devices {
         in_netns(d.netns.as_deref(), || ifindex(&d.dev).map(|_| ()))?;
     }
-    {
+    // A device named twice is one device.
+    let mut devs: Vec<Device> = Vec::new();
+    for d in &o.devices {
+        if !devs.contains(d) {
+            devs.push(d.clone());
+        }
+    }
+    let enabled = is_enabled(&o.pin_dir);
+    let given = match (&o.cgroup, enabled) {
+        (Some(c), _) => Some(c.clone()),
+        (None, false) => Some(default_cgroup()?),
+        (None, true) => None,
+    };
+    if let Some(given) = &given {
         const CGROUP2_SUPER_MAGIC: i64 = 0x63677270;
-        let c = std::ffi::CString::new(o.cgroup.as_os_str().as_encoded_bytes())
+        let c = std::ffi::CString::new(given.as_os_str().as_encoded_bytes())
             .map_err(|_| Error("bad cgroup path".into()))?;
         // SAFETY: a zeroed statfs is a valid out-parameter; the path is a C string.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
         if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0
             || st.f_type as i64 != CGROUP2_SUPER_MAGIC
         {
-            return err(format!(
-                "{} is not a cgroup v2 directory",
-                o.cgroup.display()
-            ));
+            return err(format!("{} is not a cgroup v2 directory", given.display()));
         }
     }
-    let cgroup = o
-        .cgroup
-        .canonicalize()
-        .map_err(|e| Error(format!("{}: {e}", o.cgroup.display())))?;
+    let cgroup = match &given {
+        Some(g) => Some(
+            g.canonicalize()
+                .map_err(|e| Error(format!("{}: {e}", g.display())))?,
+        ),
+        None => None,
+    };
     let mut known = records();
     // The settings of each device TiU is new on, read before anything changes (a second enable
     // must not record TiU's own settings as the device's).
     let mut before = Vec::new();
-    for d in &o.devices {
+    for d in &devs {
         if !known.iter().any(|r| r.dev == *d) {
             before.push((d.clone(), settings(d)?));
         }
     }
-    if is_enabled(&o.pin_dir) {
-        let port = configured_port(&o.pin_dir)?;
-        if port != o.port {
-            return err(format!(
-                "TiU is enabled with port {port}, not {}: `macroflow tiu disable` first",
-                o.port
-            ));
+    match (enabled, &cgroup) {
+        (true, c) => {
+            let port = configured_port(&o.pin_dir)?;
+            if port != o.port {
+                return err(format!(
+                    "TiU is enabled with port {port}, not {}: `macroflow tiu disable` first",
+                    o.port
+                ));
+            }
+            if let Some(c) = c {
+                attach_cgroup(&o.pin_dir, c)?;
+            }
         }
-        attach_cgroup(&o.pin_dir, &cgroup)?;
-    } else {
-        load_and_pin(o, &cgroup)?;
+        (false, Some(c)) => load_and_pin(o, c)?,
+        (false, None) => unreachable!("a cgroup is chosen when TiU is not enabled"),
     }
     let (eg, ing) = (
         libbpf_rs::Program::fd_from_pinned_path(o.pin_dir.join("egress")),
@@ -350,7 +368,7 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
         eg.map_err(|e| Error(format!("the pinned egress program: {e}")))?,
         ing.map_err(|e| Error(format!("the pinned ingress program: {e}")))?,
     );
-    for d in &o.devices {
+    for d in &devs {
         let ns = d.netns.as_deref();
         // Recorded first: if anything below fails, `disable` still finds it and puts its
         // settings back.
@@ -392,7 +410,7 @@ pub fn enable(o: &EnableOptions) -> Result<Vec<Device>> {
     // Listeners opened before TiU was enabled: their SYN-ACKs get the Setup option from now on.
     let it = libbpf_rs::Program::fd_from_pinned_path(o.pin_dir.join("listeners"))
         .map_err(|e| Error(format!("the pinned listener iterator: {e}")))?;
-    let mut namespaces: Vec<Option<&str>> = o.devices.iter().map(|d| d.netns.as_deref()).collect();
+    let mut namespaces: Vec<Option<&str>> = devs.iter().map(|d| d.netns.as_deref()).collect();
     namespaces.sort();
     namespaces.dedup();
     for ns in namespaces {
@@ -643,7 +661,11 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
             pin_dir.display()
         ));
     }
-    let cgroups = cgroups().into_iter().map(|(_, c)| c).collect();
+    let mut cgroups: Vec<PathBuf> = cgroups().into_iter().map(|(_, c)| c).collect();
+    if cgroups.is_empty() {
+        // Enabled by a build that did not record it: detached all the same (its pinned link).
+        cgroups.push(PathBuf::from("its cgroup (not recorded)"));
+    }
     remove_pins(pin_dir);
     // macroflow_ccc may hold the map (shared, `tiu_conns`) after the pins go: nothing here would
     // remove an entry any more, and its grouping would take them for connections TiU carries.
@@ -748,6 +770,15 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
     let port = configured_port(pin_dir)?;
     let conns = map(pin_dir, "conns")?;
     let ids = map(pin_dir, "ids")?;
+    if conns.key_size() as usize != std::mem::size_of::<ConnKey>()
+        || ids.key_size() as usize != std::mem::size_of::<IdKey>()
+    {
+        return err(format!(
+            "the maps at {} are another build's (another key layout): `macroflow tiu disable` \
+             and enable it again",
+            pin_dir.display()
+        ));
+    }
     let mut pairs: Vec<PairView> = Vec::new();
     let names = netns_names(&devices());
     let ns_name = |cookie: u64| -> Option<String> {

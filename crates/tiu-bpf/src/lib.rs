@@ -563,7 +563,7 @@ pub(crate) fn load<'o>(
         Some(path) => Some(bpf_rt::reuse_pinned(
             &mut open.maps.tiu_conns,
             path,
-            "macroflow_ccc",
+            "`macroflow linux unload` and load macroflow_ccc again",
         )?),
     };
     let sk = open
