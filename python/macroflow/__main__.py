@@ -366,7 +366,8 @@ def tiu_enable(
     dev: List[str] = typer.Option(..., "--dev", help="a device, or NETNS:DEV for one in a network namespace; repeat"),
     port: int = typer.Option(8899, help="the TiU UDP port (both ends must use the same)"),
     cgroup: Optional[str] = typer.Option(None, help="the cgroup v2 directory whose sockets' handshakes carry the "
-                                         "TiU-Setup option (default: the cgroup v2 root, every socket)"),
+                                         "TiU-Setup option (default: the cgroup v2 root, every socket; "
+                                         "when TiU is enabled already, another one is added)"),
 ) -> None:
     """Enable TiU on devices (their offloads set for it); stays on after this command (pinned in /sys/fs/bpf)."""
     ds = _tiu("enable", dev, port=port, cgroup=cgroup)

@@ -61,8 +61,9 @@ def _devices(devices: Union[DeviceLike, Iterable[DeviceLike]]) -> List[Tuple[Opt
 def enable(devices: Union[DeviceLike, Sequence[DeviceLike]], port: int = DEFAULT_PORT, cgroup: Optional[str] = None) -> List[Dict[str, Any]]:
     """Enables TiU on ``devices`` (names, ``"NETNS:DEV"`` or ``(netns, dev)``), loading and pinning
     the programs first if needed; ``cgroup``: whose sockets' handshakes carry the Setup option
-    (default: the cgroup v2 root, every socket; a second ``enable`` with another cgroup adds it,
-    unless it is inside or around one served already). Returns every device TiU runs on. Each
+    (default: the cgroup v2 root, every socket, when TiU is loaded now; when it is enabled already,
+    the cgroups it serves stay as they are; a cgroup given then is added, unless it is inside or
+    around one served already). Returns every device TiU runs on. Each
     device is checked, and its settings recorded for ``disable``, before anything changes."""
     if not 0 < port < 65536:
         raise ValueError(f"port must be 1-65535, got {port}")
