@@ -228,18 +228,15 @@ def run_mode(mode: str, seconds: int, www: Path) -> dict:
     mid = path_pkts()
     # Downloads: 8 curls at once from lighttpd (the server's sockets use macroflow_ccc in the
     # tiu+ccc mode, by its route).
-    dl_sampler = Sampler(mode != "plain")
-    dl_sampler.t.start()
-    curls = [subprocess.Popen(["ip", "netns", "exec", NS["c"], "curl", "-s", "-o", "/dev/null", "-w",
-                               "%{size_download} %{time_total}", f"http://{url_host()}:8080/blob"],
-                              stdout=subprocess.PIPE, text=True) for _ in range(8)]
     downs = []
-    for c in curls:
-        out, _ = c.communicate(timeout=120)
-        size, t = out.split()
-        downs.append({"bytes": int(size), "s": float(t)})
-    dl_sampler.stop.set()
-    dl_sampler.t.join()
+    with Sampler(mode != "plain") as dl_sampler:
+        curls = [subprocess.Popen(["ip", "netns", "exec", NS["c"], "curl", "-s", "-o", "/dev/null", "-w",
+                                   "%{size_download} %{time_total}", f"http://{url_host()}:8080/blob"],
+                                  stdout=subprocess.PIPE, text=True) for _ in range(8)]
+        for c in curls:
+            out, _ = c.communicate(timeout=120)
+            size, t = out.split()
+            downs.append({"bytes": int(size), "s": float(t)})
     after = path_pkts()
     streams = [s for up in ups for s in up["end"]["streams"]]
     return {

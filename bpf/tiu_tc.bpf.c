@@ -435,6 +435,19 @@ static __always_inline void flat_flow_label(struct __sk_buff *skb, struct where 
 	bpf_skb_store_bytes(skb, w->l3, &w0, 4, 0);
 }
 
+/* A segment rewritten into a TiU datagram leaves: its flow label flat (IPv6) and its flow hash
+ * dropped. The socket's hash (sk_txhash, marked as an L4 hash) would go with the datagram and be
+ * taken for its five-tuple's: by the next hop's ECMP when a veth carries it into a router
+ * namespace (fib_multipath_hash uses an skb's L4 hash as is), by queue selection, RPS. It
+ * described the TCP ports: computed anew from the UDP header. */
+static __always_inline int sent_as_tiu(struct __sk_buff *skb, struct where *w, int syn)
+{
+	flat_flow_label(skb, w);
+	bpf_set_hash_invalid(skb);
+	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
+	return TC_ACT_OK;
+}
+
 /*
  * Egress of a segment whose TCP checksum the stack has left for later (CHECKSUM_PARTIAL: every
  * locally sent TCP segment; the device or validate_xmit_skb finishes it after tc). The field holds
@@ -512,14 +525,7 @@ static __always_inline int egress_partial(struct __sk_buff *skb, struct sk_buff 
 		count(TIU_EG_ERROR);
 		return TC_ACT_SHOT;
 	}
-	/* The socket's flow hash (sk_txhash, marked as an L4 hash) would go with the datagram and
-	 * be taken for its five-tuple's: by the next hop's ECMP when a veth carries it into a
-	 * router namespace (fib_multipath_hash uses an skb's L4 hash as is), by queue selection,
-	 * RPS. It described the TCP ports: computed anew from the UDP header. */
-	flat_flow_label(skb, w);
-	bpf_set_hash_invalid(skb);
-	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
-	return TC_ACT_OK;
+	return sent_as_tiu(skb, w, syn);
 }
 
 SEC("tc")
@@ -687,14 +693,7 @@ int tiu_egress(struct __sk_buff *skb)
 		count(TIU_EG_ERROR);
 		return TC_ACT_SHOT;
 	}
-	/* The socket's flow hash (sk_txhash, marked as an L4 hash) would go with the datagram and
-	 * be taken for its five-tuple's: by the next hop's ECMP when a veth carries it into a
-	 * router namespace (fib_multipath_hash uses an skb's L4 hash as is), by queue selection,
-	 * RPS. It described the TCP ports: computed anew from the UDP header. */
-	flat_flow_label(skb, &w);
-	bpf_set_hash_invalid(skb);
-	count(syn ? TIU_EG_SYN : TIU_EG_DATA);
-	return TC_ACT_OK;
+	return sent_as_tiu(skb, &w, syn);
 }
 
 /*

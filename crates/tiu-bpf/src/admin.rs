@@ -215,20 +215,33 @@ fn run(args: &[&str]) -> Result<()> {
     output(args).map(|_| ())
 }
 
-fn write_records(ds: &[Recorded]) -> Result<()> {
-    if ds.is_empty() {
-        let _ = std::fs::remove_file(DEVICES_FILE);
+/// Writes one of the state files in /run, a line each (no lines: the file goes).
+fn write_lines(file: &str, lines: impl Iterator<Item = String>) -> Result<()> {
+    let text: String = lines.map(|l| l + "\n").collect();
+    if text.is_empty() {
+        let _ = std::fs::remove_file(file);
         return Ok(());
     }
-    let text: String = ds.iter().map(|d| d.line() + "\n").collect();
-    std::fs::write(DEVICES_FILE, text).map_err(|e| Error(format!("{DEVICES_FILE}: {e}")))
+    std::fs::write(file, text).map_err(|e| Error(format!("{file}: {e}")))
+}
+
+/// One of the state files' lines (none if it is missing).
+fn read_lines(file: &str) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn write_records(ds: &[Recorded]) -> Result<()> {
+    write_lines(DEVICES_FILE, ds.iter().map(Recorded::line))
 }
 
 fn records() -> Vec<Recorded> {
-    std::fs::read_to_string(DEVICES_FILE)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(Recorded::parse)
+    read_lines(DEVICES_FILE)
+        .iter()
+        .filter_map(|l| Recorded::parse(l))
         .collect()
 }
 
@@ -238,9 +251,8 @@ fn devices() -> Vec<Device> {
 
 /// The cgroups `tiu_sockops` is attached to: (its link's pin name, the path).
 fn cgroups() -> Vec<(String, PathBuf)> {
-    std::fs::read_to_string(CGROUPS_FILE)
-        .unwrap_or_default()
-        .lines()
+    read_lines(CGROUPS_FILE)
+        .iter()
         .filter_map(|l| {
             let (pin, path) = l.split_once(' ')?;
             Some((pin.to_string(), PathBuf::from(path)))
@@ -248,16 +260,16 @@ fn cgroups() -> Vec<(String, PathBuf)> {
         .collect()
 }
 
+/// The paths of [`cgroups`].
+fn cgroup_paths() -> Vec<PathBuf> {
+    cgroups().into_iter().map(|(_, c)| c).collect()
+}
+
 fn write_cgroups(cs: &[(String, PathBuf)]) -> Result<()> {
-    if cs.is_empty() {
-        let _ = std::fs::remove_file(CGROUPS_FILE);
-        return Ok(());
-    }
-    let text: String = cs
-        .iter()
-        .map(|(p, c)| format!("{p} {}\n", c.display()))
-        .collect();
-    std::fs::write(CGROUPS_FILE, text).map_err(|e| Error(format!("{CGROUPS_FILE}: {e}")))
+    write_lines(
+        CGROUPS_FILE,
+        cs.iter().map(|(p, c)| format!("{p} {}", c.display())),
+    )
 }
 
 /// The cgroup v2 hierarchy's root (the first cgroup2 mount: /sys/fs/cgroup on a unified
@@ -661,7 +673,7 @@ pub fn disable(pin_dir: &Path) -> Result<Disabled> {
             pin_dir.display()
         ));
     }
-    let mut cgroups: Vec<PathBuf> = cgroups().into_iter().map(|(_, c)| c).collect();
+    let mut cgroups = cgroup_paths();
     if cgroups.is_empty() {
         // Enabled by a build that did not record it: detached all the same (its pinned link).
         cgroups.push(PathBuf::from("its cgroup (not recorded)"));
@@ -780,7 +792,8 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
         ));
     }
     let mut pairs: Vec<PairView> = Vec::new();
-    let names = netns_names(&devices());
+    let devs = devices();
+    let names = netns_names(&devs);
     let ns_name = |cookie: u64| -> Option<String> {
         match names.iter().find(|(c, _)| *c == cookie) {
             Some((_, n)) => n.clone(),
@@ -860,8 +873,8 @@ pub fn status(pin_dir: &Path) -> Result<Status> {
     }
     Ok(Status {
         port,
-        devices: devices(),
-        cgroups: cgroups().into_iter().map(|(_, c)| c).collect(),
+        devices: devs,
+        cgroups: cgroup_paths(),
         rules: rules(pin_dir)?,
         pairs,
         counters,
