@@ -158,8 +158,15 @@ def reproduce_cmd(
     (INFO rows are shown beside the source's words but not counted; every FAIL and INFO has a note)."""
     from macroflow.reproductions import REPRODUCTIONS, print_checks, reproduce
 
+    thesis_sets: Optional[List[str]] = None
     if name not in REPRODUCTIONS:
-        _fail(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}")
+        from macroflow.thesis import set_of
+
+        try:
+            thesis_sets = [s.name for s in set_of(name)]
+        except KeyError:
+            _fail(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}, and the thesis's figures: thesis, "
+                  "thesis-chN, thesis-fig-X.Y (see macroflow list)")
     bars = {}
 
     def on_progress(part: str, p: SweepProgress) -> None:
@@ -174,7 +181,7 @@ def reproduce_cmd(
     finally:
         for prog, _ in bars.values():
             prog.stop()
-    print_checks(path.parent)
+    print_checks(path.parent, only=thesis_sets)
     typer.echo(f"report: {path}")
 
 
@@ -218,6 +225,12 @@ def list_cmd() -> None:
     typer.echo("reproductions (macroflow reproduce NAME):")
     for name, r in sorted(REPRODUCTIONS.items()):
         typer.echo(f"  {name}: {r.title}")
+    from macroflow.thesis import core as thesis
+
+    typer.echo("  thesis: seed 003's evaluation figure by figure (out/reproductions/thesis/index.html); "
+               "thesis-chN for one chapter, or one figure:")
+    for s in thesis.SETS:
+        typer.echo(f"  thesis-fig-{s.name}: Fig{'s' if len(s.figures) > 1 else ''}. {', '.join(s.figures)} (chapter {s.chapter})")
 
 
 def _queue_kinds() -> List[tuple]:

@@ -62,14 +62,17 @@ def tally(checks: Sequence[Mapping[str, Any]]) -> str:
     return text
 
 
-def print_checks(root: Union[str, pathlib.Path]) -> None:
+def print_checks(root: Union[str, pathlib.Path], only: Optional[Sequence[str]] = None) -> None:
     """Prints the checks of ``root/reproduction.json`` as a table: check, expected, ours,
     INFO/PASS/FAIL and the note (every FAIL and INFO row carries its explanation there), then the
-    tally. Written for a terminal; piped or captured output gets a wide table (not 80 columns)."""
+    tally. Written for a terminal; piped or captured output gets a wide table (not 80 columns).
+    `only`: the checks whose ``set`` is one of these (the thesis's figure sets), not all."""
     from rich.console import Console
     from rich.table import Table
 
     rep = json.loads((pathlib.Path(root) / "reproduction.json").read_text())
+    if only is not None:
+        rep["checks"] = [c for c in rep["checks"] if c.get("set") in set(only)]
     con = Console()
     if not con.is_terminal:
         con = Console(width=160)
@@ -849,8 +852,16 @@ def reproduce(
     """Runs the named reproduction into `out` (default ``out/reproductions/NAME``), checks it and
     writes ``reproduction.json`` and ``report.html`` there; returns the report's path. `quick`
     uses the reproduction's smaller seed count and duration (for a first look; say so when citing)."""
+    if name not in REPRODUCTIONS and name.startswith("thesis"):
+        # Seed 003 figure by figure (macroflow.thesis): thesis, thesis-chN, thesis-fig-X.Y.
+        from macroflow.thesis import reproduce_thesis
+
+        if duration_s is not None or ray is not None:
+            raise ValueError(f"{name}: the thesis's figures use the dissertation's durations and run in local processes "
+                             "(no --duration, no --ray)")
+        return reproduce_thesis(name, out, seeds=seeds, quick=quick, workers=workers, on_progress=on_progress)
     if name not in REPRODUCTIONS:
-        raise KeyError(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}")
+        raise KeyError(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}, thesis (see macroflow list)")
     rep = REPRODUCTIONS[name]
     if rep.flow_parts:
         if duration_s is not None:

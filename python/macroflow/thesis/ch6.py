@@ -1,0 +1,3 @@
+"""Seed 003 chapter 6 reproduced (see macroflow.thesis.core for the machinery)."""
+
+from __future__ import annotations

@@ -1,0 +1,416 @@
+"""The machinery of the thesis reproductions: a figure set (runs, analysis, checks), running sets
+into a results store with resumption and reuse, and the report pages (index and one per chapter).
+
+A :class:`FigureSet` is one experiment of seed 003 that one or more of its figures show (Figs. 5.7-5.12
+are the same runs drawn six ways). Its runs are built from a shipped scenario file (the settings,
+in one place a user can run with ``macroflow run``) varied per point and seed, and stored as a
+sweep in ``ROOT/fig-X.Y/`` (so a killed reproduction resumes and a finished one is reused). Its
+analysis reads the stored runs and returns our figures drawn the dissertation's way and the checks;
+``ROOT/fig-X.Y/result.json`` keeps them with the cost, and the pages are written from those files.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import pathlib
+import random
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from macroflow.reproductions import Check, check_status, tally
+from macroflow.results import code_version, list_runs, load_results, write_json_atomic
+from macroflow.scenario import SHIPPED, parse_toml, validate
+from macroflow.sweeps import Job, SweepProgress, sweep
+
+__all__ = ["FigureSet", "Analysis", "SETS", "register", "set_of", "names", "reproduce_thesis", "base_scenario",
+           "start_times", "runs_by", "SOURCE"]
+
+#: The dissertation (seed 003) and where its text is.
+SOURCE = "Seed 003 (S. Islam, dissertation on coupled congestion control)"
+
+#: Chapter titles as the dissertation gives them.
+CHAPTERS: Dict[int, str] = {
+    1: "Introduction",
+    3: "Background: coupled congestion control for TCP",
+    5: "The Flow State Exchange for rate-based media flows (Algorithms 1 and 2, RAP and TFRC)",
+    6: "The passive FSE with NADA and GCC (Algorithm 3)",
+    7: "Ack-clocking a joining flow (Algorithm 4)",
+    8: "OpenTCP: coupling TCP and LEDBAT",
+    9: "ctrlTCP (TCP-CCC)",
+}
+
+
+@dataclass
+class Analysis:
+    """What a set's analysis returns: figures as (figure id, matplotlib figure, what it shows),
+    the checks (each names its figure), explanations of disagreements and findings (paragraphs of
+    plain text), and an optional table of our numbers beside the source's."""
+
+    figures: List[Tuple[str, Any, str]] = field(default_factory=list)
+    checks: List[Check] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    table: Optional[Dict[str, Any]] = None
+
+
+@dataclass(frozen=True)
+class FigureSet:
+    """One experiment of the dissertation and the figures that show it."""
+
+    #: The first figure's number, "5.7": the reproduction is ``thesis-fig-5.7``, stored in ``fig-5.7/``.
+    name: str
+    chapter: int
+    #: Figure number -> the dissertation's caption (verbatim).
+    captions: Dict[str, str]
+    #: The dissertation's words about these figures (quoted, with seed 003's line numbers).
+    claim: str
+    #: The settings we use and where the text states them; what it leaves open and what we chose.
+    setting: str
+    #: The shipped scenario file the runs are built from (in ``scenarios/``).
+    base: str
+    #: (base scenario as a dict, seeds) -> the runs.
+    jobs: Callable[[Dict[str, Any], int], List[Job]]
+    #: The stored runs (manifests, with ``params``) -> figures and checks.
+    analyse: Callable[[List[Dict[str, Any]]], Analysis]
+    seeds: int = 10
+    #: Where the dissertation ran it (ns-2 simulation, a testbed, emulation), and what of it we
+    #: can run on the Linux testbed.
+    environment: str = "ns-2 simulation"
+
+    @property
+    def figures(self) -> List[str]:
+        return list(self.captions)
+
+    @property
+    def reproduction(self) -> str:
+        return f"thesis-fig-{self.name}"
+
+
+#: Every set, in the dissertation's order (filled by the chapter modules).
+SETS: List[FigureSet] = []
+
+
+def register(s: FigureSet) -> FigureSet:
+    if any(x.name == s.name for x in SETS):
+        raise ValueError(f"figure set {s.name} registered twice")
+    SETS.append(s)
+    SETS.sort(key=lambda x: (x.chapter, _fig_key(x.name)))
+    return s
+
+
+def _fig_key(fig: str) -> Tuple[int, int]:
+    a, _, b = fig.partition(".")
+    return (int(a), int(b or 0))
+
+
+def names() -> List[str]:
+    """Every name ``macroflow reproduce`` takes for the thesis: ``thesis``, ``thesis-ch5`` (a
+    chapter), and ``thesis-fig-X.Y`` for every figure (a figure of a set names the whole set)."""
+    out = ["thesis"] + [f"thesis-ch{c}" for c in sorted({s.chapter for s in SETS})]
+    out += [f"thesis-fig-{f}" for s in SETS for f in s.figures]
+    return out
+
+
+def set_of(name: str) -> List[FigureSet]:
+    """The sets a name runs (see :func:`names`); KeyError naming the known ones otherwise."""
+    if name == "thesis":
+        return list(SETS)
+    if name.startswith("thesis-ch"):
+        got = [s for s in SETS if f"thesis-ch{s.chapter}" == name]
+        if got:
+            return got
+    if name.startswith("thesis-fig-"):
+        fig = name[len("thesis-fig-"):]
+        for s in SETS:
+            if fig in s.captions:
+                return [s]
+    raise KeyError(f"no thesis reproduction {name!r}; known: thesis, thesis-ch<N> "
+                   f"({', '.join(str(c) for c in sorted({s.chapter for s in SETS}))}), thesis-fig-<X.Y> "
+                   f"({', '.join(f for s in SETS for f in s.figures)})")
+
+
+# --- building runs -------------------------------------------------------------------------------
+
+def base_scenario(file: str) -> Dict[str, Any]:
+    """The shipped scenario file `file` (in ``scenarios/``) as a dict, validated once as it is."""
+    p = SHIPPED / file
+    data = parse_toml(p.read_text(), str(p))
+    validate(data, str(p))
+    return data
+
+
+def start_times(seed: int, n: int, over_s: float = 1.0) -> List[float]:
+    """`n` start times uniform over the first `over_s` seconds, drawn from `seed` (the dissertation's
+    "randomly picked start times over the first second"), rounded to the microsecond."""
+    rng = random.Random(f"thesis-start-{seed}")
+    return [round(rng.uniform(0.0, over_s), 6) for _ in range(n)]
+
+
+def job(params: Dict[str, Any], data: Dict[str, Any], seed: int) -> Job:
+    sc = dict(data)
+    sc["seed"] = seed
+    return Job(params, validate(sc, f"{data.get('name')} {params} seed={seed}"))
+
+
+def runs_by(runs: Sequence[Dict[str, Any]], **params: Any) -> List[Dict[str, Any]]:
+    """The runs whose params have these values, by seed."""
+    got = [r for r in runs if all(r["params"].get(k) == v for k, v in params.items())]
+    return sorted(got, key=lambda r: int(r["seed"]))
+
+
+# --- running -------------------------------------------------------------------------------------
+
+def _png(fig: Any) -> str:
+    from macroflow.reports import _png as png
+
+    return png(fig)
+
+
+def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, workers: Optional[int] = None,
+            on_progress: Optional[Callable[[str, SweepProgress], None]] = None) -> Dict[str, Any]:
+    """Runs the set's missing runs into ``root/fig-X.Y/``, analyses all of them and writes
+    ``result.json`` there (reused as it is when the runs, the seed count and the code are the same)."""
+    seeds = seeds if seeds is not None else s.seeds
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    d = root / f"fig-{s.name}"
+    base = base_scenario(s.base)
+    jobs = s.jobs(base, seeds)
+    wanted = sorted({j.key for j in jobs})
+    result_file = d / "result.json"
+    old = json.loads(result_file.read_text()) if result_file.exists() else None
+    stored_before = {r["key"] for r in list_runs(d)} if d.exists() else set()
+    todo = len(set(wanted) - stored_before)
+    t0 = time.monotonic()
+    sweep(jobs, d, workers=workers, meta={"name": s.reproduction, "file": s.base, "grid": {}, "seeds": list(range(1, seeds + 1))},
+          on_progress=(lambda p: on_progress(s.name, p)) if on_progress else None)
+    run_s = time.monotonic() - t0
+    cost = dict((old or {}).get("cost") or {})
+    if todo:
+        # Compute time accumulates over interrupted attempts; runs reused cost nothing now.
+        cost["computed_runs"] = cost.get("computed_runs", 0) + todo
+        cost["compute_s"] = cost.get("compute_s", 0.0) + run_s
+    if old and old.get("runs") == wanted and old.get("version") == code_version() and old.get("seeds") == seeds:
+        old["cost"] = {**cost, "last_s": run_s}
+        write_json_atomic(result_file, old)
+        return old
+    runs = [r for r in list_runs(d) if r["key"] in set(wanted)]
+    t1 = time.monotonic()
+    import matplotlib
+
+    with matplotlib.rc_context({"font.size": 9}):
+        a = s.analyse(runs)
+        figs = [{"fig": f, "caption": s.captions.get(f, ""), "what": what, "png": _png(fig)} for f, fig, what in a.figures]
+    cost["analysis_s"] = time.monotonic() - t1
+    cost["last_s"] = run_s + cost["analysis_s"]
+    out = {
+        "name": s.name, "chapter": s.chapter, "reproduction": s.reproduction, "captions": s.captions,
+        "claim": s.claim, "setting": s.setting, "base": s.base, "environment": s.environment,
+        "seeds": seeds, "version": code_version(), "runs": wanted,
+        "checks": [{**asdict(c), "set": s.name} for c in a.checks], "notes": a.notes, "table": a.table, "figures": figs, "cost": cost,
+    }
+    write_json_atomic(result_file, out)
+    return out
+
+
+def reproduce_thesis(name: str = "thesis", out: Optional[Union[str, pathlib.Path]] = None, seeds: Optional[int] = None,
+                     quick: bool = False, workers: Optional[int] = None,
+                     on_progress: Optional[Callable[[str, SweepProgress], None]] = None) -> pathlib.Path:
+    """Runs the sets `name` names (see :func:`names`) into `out` (default
+    ``out/reproductions/thesis``), then writes the index and every chapter page from the results
+    stored there; returns the page of the chapter run (the index for ``thesis``). `quick`: 2 seeds
+    per point instead of the dissertation's 10, for a first look (say so when citing); `seeds`
+    overrides every set's count."""
+    sets = set_of(name)
+    root = pathlib.Path(out) if out is not None else pathlib.Path("out/reproductions/thesis")
+    for s in sets:
+        # Single illustrative runs stay single under --quick.
+        n = seeds if seeds is not None else (min(2, s.seeds) if quick else s.seeds)
+        run_set(s, root, n, workers, on_progress)
+    write_pages(root)
+    if name == "thesis":
+        return root / "index.html"
+    return root / f"chapter-{sets[0].chapter}.html"
+
+
+def stored_results(root: pathlib.Path) -> List[Dict[str, Any]]:
+    """Every set's ``result.json`` under `root`, in the dissertation's order."""
+    got = []
+    for s in SETS:
+        f = root / f"fig-{s.name}" / "result.json"
+        if f.exists():
+            got.append(json.loads(f.read_text()))
+    return got
+
+
+def checks_of(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    return [c for r in results for c in r["checks"]]
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _checks_table(checks: Sequence[Mapping[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><td>{_esc(c['name'])}</td><td>{_esc(c['expected'])}</td><td>{_esc(c['ours'])}</td>"
+        f"<td class=\"{check_status(c).lower()}\">{check_status(c)}</td><td class=\"muted\">{_esc(c.get('note', ''))}</td></tr>"
+        for c in checks)
+    return ("<table><tr><th>check</th><th>expected (dissertation; tolerance)</th><th>ours</th><th></th><th>note</th></tr>"
+            f"{rows}</table>")
+
+
+def _minutes(s: float) -> str:
+    return f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
+
+
+def _set_html(r: Mapping[str, Any]) -> str:
+    figs = ", ".join(r["captions"])
+    out = [f'<h2 id="fig-{_esc(r["name"])}">Fig{"s" if len(r["captions"]) > 1 else ""}. {_esc(figs)}</h2>']
+    out.append("<dl>" + "".join(f"<dt>Figure {_esc(f)}</dt><dd><i>{_esc(c)}</i></dd>" for f, c in r["captions"].items()) + "</dl>")
+    out.append(f"<p><b>The dissertation:</b> {_esc(r['claim'])}</p>")
+    out.append(f"<p><b>Setting:</b> {_esc(r['setting'])} <span class=\"muted\">Scenario file: scenarios/{_esc(r['base'])}; "
+               f"run: <code>macroflow reproduce {_esc(r['reproduction'])}</code>. The dissertation's environment: "
+               f"{_esc(r['environment'])}.</span></p>")
+    cost = r.get("cost", {})
+    out.append(f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in r["checks"]) else "pass"}">'
+               f"{_esc(tally(r['checks']))}</p>")
+    out.append(_checks_table(r["checks"]))
+    for note in r.get("notes", []):
+        out.append(f'<p class="note">{_esc(note)}</p>')
+    if r.get("table"):
+        t = r["table"]
+        head = "".join(f"<th>{_esc(h)}</th>" for h in t["columns"])
+        body = "".join("<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>" for row in t["rows"])
+        out.append(f"<p><b>{_esc(t.get('title', ''))}</b></p><table><tr>{head}</tr>{body}</table>")
+    for f in r["figures"]:
+        out.append(f'<figure><img alt="{_esc(f["what"])}" src="{f["png"]}"><figcaption class="muted">Ours, for '
+                   f'Figure {_esc(f["fig"])} ("{_esc(f["caption"])}"): {_esc(f["what"])}</figcaption></figure>')
+    out.append(f'<p class="muted">{len(r["runs"])} runs ({r["seeds"]} seed{"s" if r["seeds"] != 1 else ""} per point); '
+               f'computing them took {_minutes(cost.get("compute_s", 0.0))} of wall time on this machine '
+               f'({cost.get("computed_runs", 0)} runs computed, the rest reused), the analysis {_minutes(cost.get("analysis_s", 0.0))}.</p>')
+    return "\n".join(out)
+
+
+_CSS_EXTRA = ".note{border-left:3px solid #c90;padding-left:.6em}dl{font-size:.9em}dd{margin-bottom:.3em}"
+
+
+def _page(title: str, body: List[str]) -> str:
+    from macroflow.reports import _CSS
+
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{_esc(title)}</title><style>{_CSS}{_CSS_EXTRA}</style></head><body>\n" + "\n".join(body)
+            + '\n<p class="muted">Written by macroflow (macroflow reproduce thesis).</p></body></html>\n')
+
+
+def _write(path: pathlib.Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
+    """The index page and one page per chapter from the results stored under `root`; also
+    ``root/reproduction.json`` with every check (what ``print_checks`` reads)."""
+    results = stored_results(root)
+    written = []
+    by_ch: Dict[int, List[Mapping[str, Any]]] = {}
+    for r in results:
+        by_ch.setdefault(r["chapter"], []).append(r)
+    for ch, rs in sorted(by_ch.items()):
+        body = [f'<p><a href="index.html">Index</a></p><h1>Seed 003, chapter {ch}: {_esc(CHAPTERS.get(ch, ""))}</h1>',
+                f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in checks_of(rs)) else "pass"}">'
+                f"{_esc(tally(checks_of(rs)))}</p>"]
+        body += [_set_html(r) for r in rs]
+        p = root / f"chapter-{ch}.html"
+        _write(p, _page(f"Seed 003 chapter {ch}", body))
+        written.append(p)
+    rows = []
+    for s in SETS:
+        r = next((x for x in results if x["name"] == s.name), None)
+        if r is None:
+            rows.append(f"<tr><td>{_esc(', '.join(s.figures))}</td><td>{s.chapter}</td><td colspan=3 class=\"muted\">not run yet "
+                        f"(<code>macroflow reproduce {_esc(s.reproduction)}</code>)</td></tr>")
+            continue
+        st = [check_status(c) for c in r["checks"]]
+        cls = "fail" if "FAIL" in st else "pass"
+        rows.append(f'<tr><td><a href="chapter-{s.chapter}.html#fig-{_esc(s.name)}">{_esc(", ".join(s.figures))}</a></td>'
+                    f"<td>{s.chapter}</td><td class=\"{cls}\">{_esc(tally(r['checks']))}</td>"
+                    f"<td class=\"num\">{_minutes(r.get('cost', {}).get('compute_s', 0.0))}</td>"
+                    f"<td>{_esc(r['environment'])}</td></tr>")
+    cost_rows = "".join(
+        f"<tr><td><a href=\"chapter-{ch}.html\">{ch}</a></td><td class=\"num\">{sum(len(r['runs']) for r in rs)}</td>"
+        f"<td class=\"num\">{_minutes(sum(r.get('cost', {}).get('compute_s', 0.0) for r in rs))}</td>"
+        f"<td class=\"num\">{_minutes(sum(r.get('cost', {}).get('last_s', 0.0) for r in rs))}</td></tr>"
+        for ch, rs in sorted(by_ch.items()))
+    allc = checks_of(results)
+    body = ["<h1>Seed 003 reproduced, figure by figure</h1>",
+            f"<p><b>Source:</b> {_esc(SOURCE)}. Each figure's caption and the dissertation's words are quoted on its chapter "
+            "page beside our figure (drawn with the same axes and series) and the checks. Figures whose numbers the text does "
+            "not give are checked on the direction or relation it states, with the tolerance written beside the check and chosen "
+            "before our result was seen. Every disagreement has its explanation beside it.</p>",
+            f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in allc) else "pass"}">{_esc(tally(allc))}</p>',
+            "<table><tr><th>figures</th><th>chapter</th><th>checks</th><th>compute</th><th>dissertation's environment</th></tr>"
+            + "".join(rows) + "</table>",
+            "<h2>Cost per chapter (this machine)</h2><table><tr><th>chapter</th><th>runs</th><th>computing the runs</th>"
+            f"<th>last invocation (reused runs cost nothing)</th></tr>{cost_rows}</table>"]
+    p = root / "index.html"
+    _write(p, _page("Seed 003 reproduced", body))
+    written.append(p)
+    write_json_atomic(root / "reproduction.json", {"name": "thesis", "title": "Seed 003 reproduced, figure by figure",
+                                                   "checks": allc})
+    return written
+
+
+# --- helpers for the analyses --------------------------------------------------------------------
+
+def mean(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def tables_of(run: Mapping[str, Any]) -> Dict[str, Any]:
+    return load_results(run["path"])
+
+
+def loads(run: Mapping[str, Any]) -> Dict[str, Any]:
+    """The stored run's tables (Arrow), as :func:`macroflow.results.load_results` gives them."""
+    return load_results(run["path"])
+
+
+def new_figure(w: float = 5.0, h: float = 3.2) -> Tuple[Any, Any]:
+    """A matplotlib figure and axes of the size the chapter pages use."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(w, h), dpi=110)
+    return fig, ax
+
+
+def draw_arms(ax: Any, series: Mapping[str, Mapping[float, Sequence[float]]], xlabel: str, ylabel: str,
+              styles: Optional[Mapping[str, str]] = None) -> None:
+    """Draws one line per arm the way the dissertation draws its sweeps: x (number of flows,
+    queue length, priority ratio, ...) against the mean over runs, with the min-max over runs as
+    a band (invisible when every run agrees). `series`: arm label -> {x: [one value per run]}."""
+    markers = "osD^vx+*"
+    for i, (label, pts) in enumerate(series.items()):
+        xs = sorted(pts)
+        ys = [mean(pts[x]) for x in xs]
+        lo = [min((v for v in pts[x] if v is not None and not math.isnan(v)), default=float("nan")) for x in xs]
+        hi = [max((v for v in pts[x] if v is not None and not math.isnan(v)), default=float("nan")) for x in xs]
+        style = (styles or {}).get(label, "-")
+        line, = ax.plot(xs, ys, style, marker=markers[i % len(markers)], label=label, ms=4)
+        if any(h > l for l, h in zip(lo, hi)):
+            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)

@@ -1,0 +1,122 @@
+"""The thesis reproductions' machinery (macroflow.thesis.core): names, running a figure set into a
+store with reuse and resumption, the index and chapter pages, and the CLI's handling of the names.
+Each chapter's sets are tested in tests/test_thesis_ch*.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from macroflow import thesis
+from macroflow.__main__ import app
+from macroflow.reproductions import Check, reproduce
+from macroflow.results import list_runs
+from macroflow.thesis import core
+
+
+def _tiny_set(calls):
+    """A set of two points (FSE and none) on the shipped FSE example, shortened to 5 s."""
+
+    def jobs(base, seeds):
+        out = []
+        for kind in ("passive", "none"):
+            for s in range(1, seeds + 1):
+                data = dict(base, duration_s=5.0, groups=[dict(base["groups"][0], kind=kind)])
+                out.append(core.job({"kind": kind}, data, s))
+        return out
+
+    def analyse(runs):
+        calls.append(len(runs))
+        fig, ax = core.new_figure()
+        core.draw_arms(ax, {k: {1: [r["summary"]["media_goodput_bps"] for r in core.runs_by(runs, kind=k)]}
+                            for k in ("passive", "none")}, "x", "goodput")
+        g = {k: core.mean([r["summary"]["media_goodput_bps"] for r in core.runs_by(runs, kind=k)]) for k in ("passive", "none")}
+        return core.Analysis(figures=[("99.1", fig, "goodput")],
+                             checks=[Check("goodput > 0", "> 0 (tolerance: none)", f"{g['passive']:.0f}", g["passive"] > 0)],
+                             notes=["a note"])
+
+    return core.FigureSet(name="99.1", chapter=99, captions={"99.1": "A caption", "99.2": "Another"},
+                          claim="a claim (l. 1)", setting="a setting", base="fse_media_flows.toml",
+                          jobs=jobs, analyse=analyse, seeds=2)
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    calls = []
+    monkeypatch.setattr(core, "SETS", [])
+    core.register(_tiny_set(calls))
+    return calls
+
+
+def test_every_registered_set_is_named_and_builds_valid_jobs():
+    assert thesis.SETS, "the chapter modules register their sets"
+    names = thesis.names()
+    assert names[0] == "thesis"
+    for s in thesis.SETS:
+        assert f"thesis-ch{s.chapter}" in names
+        for f in s.figures:
+            assert thesis.set_of(f"thesis-fig-{f}") == [s]
+        jobs = s.jobs(core.base_scenario(s.base), 1)
+        assert jobs, f"set {s.name} has no runs"
+        assert len({j.key for j in jobs}) == len(jobs), f"set {s.name} has two identical runs"
+    # In the dissertation's order, each figure in one set only.
+    order = [core._fig_key(s.name) for s in thesis.SETS]
+    assert [(s.chapter, k) for s, k in zip(thesis.SETS, order)] == sorted((s.chapter, k) for s, k in zip(thesis.SETS, order))
+    figs = [f for s in thesis.SETS for f in s.figures]
+    assert len(figs) == len(set(figs))
+
+
+def test_unknown_names_are_refused_naming_the_known_ones(tiny):
+    with pytest.raises(KeyError, match="thesis-fig-<X.Y> \\(99.1, 99.2\\)"):
+        core.set_of("thesis-fig-5.99")
+    with pytest.raises(KeyError, match="thesis-ch<N> \\(99\\)"):
+        core.set_of("thesis-ch4")
+    assert core.set_of("thesis-fig-99.2")[0].name == "99.1"
+    with pytest.raises(ValueError, match="registered twice"):
+        core.register(_tiny_set([]))
+
+
+def test_a_set_runs_reuses_and_resumes(tiny, tmp_path):
+    page = core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
+    assert page == tmp_path / "chapter-99.html"
+    res = json.loads((tmp_path / "fig-99.1" / "result.json").read_text())
+    assert res["cost"]["computed_runs"] == 2 and len(res["runs"]) == 2
+    assert res["checks"][0]["set"] == "99.1" and res["checks"][0]["passed"]
+    html = page.read_text()
+    for text in ("A caption", "a claim (l. 1)", "a setting", "a note", "data:image/png;base64,", "1 of 1 checks pass"):
+        assert text in html
+    index = (tmp_path / "index.html").read_text()
+    assert "chapter-99.html#fig-99.1" in index
+    assert json.loads((tmp_path / "reproduction.json").read_text())["checks"][0]["set"] == "99.1"
+    # Again: nothing computed, the analysis not run again.
+    core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
+    assert tiny == [2]
+    assert json.loads((tmp_path / "fig-99.1" / "result.json").read_text())["cost"]["computed_runs"] == 2
+    # A killed reproduction lost one run: only that one is computed again (the same run, by its
+    # key, so the stored analysis still holds).
+    run = list_runs(tmp_path / "fig-99.1")[0]
+    shutil.rmtree(run["path"])
+    core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
+    assert json.loads((tmp_path / "fig-99.1" / "result.json").read_text())["cost"]["computed_runs"] == 3
+    assert len(list_runs(tmp_path / "fig-99.1")) == 2
+    # More seeds: the stored runs are reused, the new ones computed, and the analysis sees all four.
+    core.reproduce_thesis("thesis", out=tmp_path, seeds=2, workers=1)
+    assert json.loads((tmp_path / "fig-99.1" / "result.json").read_text())["cost"]["computed_runs"] == 5
+    assert tiny == [2, 4]
+    with pytest.raises(ValueError, match="seeds"):
+        core.reproduce_thesis("thesis", out=tmp_path, seeds=0)
+
+
+def test_the_reproduce_command_takes_thesis_names(tiny, tmp_path):
+    r = CliRunner().invoke(app, ["reproduce", "thesis-fig-7.77", "--out", str(tmp_path)])
+    assert r.exit_code != 0 and "thesis-fig-X.Y" in r.output
+    r = CliRunner().invoke(app, ["reproduce", "thesis-ch99", "--out", str(tmp_path), "--seeds", "1", "--workers", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "goodput > 0" in r.output and "chapter-99.html" in r.output
+    with pytest.raises(ValueError, match="no --duration"):
+        reproduce("thesis-ch99", tmp_path, duration_s=5.0)
+    r = CliRunner().invoke(app, ["list"])
+    assert "thesis-fig-99.1: Figs. 99.1, 99.2 (chapter 99)" in r.output
