@@ -79,10 +79,13 @@ def test_not_toml_and_missing_file():
         load(ROOT / "scenarios" / "missing.toml")
 
 
-def test_tcp_flow_in_fse_group_is_rejected():
+def test_tcp_flow_in_fse_group_is_accepted_but_not_beside_media_flows():
+    # TCP flows may join an FSE group (seed 003 Fig. 6.3; tests/test_tcp_fse.py), media flows
+    # too, but not both in one group.
     text = BASE + '[[groups]]\nname = "f"\nkind = "passive"\n[[flows]]\ntype = "tcp"\npair = 1\ngroup = "f"\n'
-    with pytest.raises(ScenarioError, match="is TCP but group 'f' is an FSE group"):
-        parse(text, "x.toml")
+    assert parse(text, "x.toml").flows[1].group == "f"
+    with pytest.raises(ScenarioError, match="FSE group 'f' has both TCP and media flows"):
+        parse(text + '[[flows]]\ntype = "media"\npair = 0\ngroup = "f"\n', "x.toml")
 
 
 @pytest.mark.parametrize(

@@ -214,3 +214,43 @@ def test_results_are_arrow_record_batches():
     assert all(isinstance(r[name], pa.RecordBatch) for name in ("flows", "links", "flow_samples"))
     assert r["links"]["tx_pkts"][d["bottleneck"]].as_py() > 0
     assert isinstance(r["events"], int) and isinstance(r["duration_s"], float)
+
+
+@pytest.mark.parametrize("algorithm", ["active", "conservative_active", "passive"])
+def test_media_priority_change_moves_the_split(algorithm):
+    """Seed 003 Fig. 5.13 / 6.6: lowering flow 0's priority to 0.25 at 30 s moves the FSE's split
+    from 1 : 1 to 0.25 : 1 (active algorithms at once, passive ones at the flows' next UPDATE)."""
+    s = Simulation(seed=7)
+    d = s.dumbbell(2)
+    g = s.add_fse_group(algorithm)
+    ids = [s.add_media_flow(d["senders"][i], d["receivers"][i], controller="rap", packet_bytes=1000) for i in range(2)]
+    for f in ids:
+        s.couple_media(f, g, 1.0)
+    s.set_media_priority_at(30.0, ids[0], 0.25)
+    s.sample_every(1.0)
+    s.run(70.0)
+    got = {(r["flow"], r["t_s"]): r["received_bytes"] for r in tables(s.results())["media_samples"].to_pylist()}
+
+    def ratio(a: float, b: float) -> float:
+        return (got[(0, b)] - got[(0, a)]) / (got[(1, b)] - got[(1, a)])
+
+    assert ratio(10.0, 29.0) == pytest.approx(1.0, abs=0.03), "equal priorities share equally"
+    assert ratio(40.0, 70.0) == pytest.approx(0.25, abs=0.03), "after the change the split is 0.25 : 1"
+
+
+def test_media_priority_change_refuses_bad_input():
+    s = Simulation(seed=1)
+    d = s.dumbbell(2)
+    g = s.add_fse_group("active")
+    a = s.add_media_flow(d["senders"][0], d["receivers"][0], controller="rap")
+    b = s.add_media_flow(d["senders"][1], d["receivers"][1], controller="rap")
+    s.couple_media(a, g, 1.0)
+    with pytest.raises(SimulationError, match="FSE group"):
+        s.set_media_priority_at(1.0, b, 0.5)  # b is not coupled
+    with pytest.raises(SimulationError, match="flow"):
+        s.set_media_priority_at(1.0, 99, 0.5)
+    with pytest.raises(SimulationError, match="priority"):
+        s.set_media_priority_at(1.0, a, 0.0)
+    s.run(2.0)
+    with pytest.raises(SimulationError, match="at"):
+        s.set_media_priority_at(1.0, a, 0.5)  # in the past

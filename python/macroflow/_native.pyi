@@ -642,9 +642,27 @@ class Simulation:
     ) -> None:
         """Couples a media flow to an FSE group; its signalling with the FSE is delayed uniformly
         in [delay_min_s, delay_max_s]."""
+    def couple_tcp_fse(
+        self, flow: int, group: int, priority: float, delay_min_s: float = 0.0, delay_max_s: float = 0.0
+    ) -> None:
+        """Couples a TCP flow that has not started to an FSE group (seed 003 sec. 6.3.1, Fig. 6.3).
+        It registers when it starts; once per round trip (the first ACK beyond the highest byte
+        sent at its previous update, in the Open state) it reports CC_R = cwnd * MSS / SRTT, and
+        the rate FSE_R the group's algorithm answers (passive: to the updating flow only; active:
+        to every flow) sets cwnd = max(1, FSE_R * SRTT / MSS), ssthresh unchanged; an answer
+        reaching a flow in loss recovery is dropped. It leaves when its transfer completes. Its
+        signalling with the FSE is delayed uniformly in [delay_min_s, delay_max_s]. A group
+        couples TCP flows or media flows, not both, and a TCP flow is in one group (an FSE's or
+        a TCP coupler's): SimulationError otherwise, with nothing changed."""
     def add_coupling_group(self, kind: CouplerKind) -> int: ...
     def couple(self, flow: int, group: int, priority: float) -> None: ...
-    def set_priority_at(self, t_s: float, flow: int, priority: float) -> None: ...
+    def set_priority_at(self, t_s: float, flow: int, priority: float) -> None:
+        """Changes coupled TCP flow `flow`'s priority at `t_s`, in its TCP coupler group or its
+        FSE group (there active algorithms redistribute at once, passive ones at the flow's next
+        update)."""
+    def set_media_priority_at(self, t_s: float, flow: int, priority: float) -> None:
+        """Changes media flow `flow`'s priority in its FSE group at `t_s` (seed 003 Fig. 5.13):
+        active algorithms redistribute at once, passive ones at the flow's next UPDATE."""
     def sample_every(self, interval_s: float, links: list[int] = ...) -> None:
         """Records every flow's cwnd/ssthresh/state/delivered bytes and the given links' queues."""
     def capture(self, link: int, path: str | os.PathLike[str]) -> None:

@@ -178,7 +178,9 @@ Topology = Annotated[Union[Dumbbell, ParkingLot, Graph], Field(discriminator="ki
 class Group(_Strict):
     """A coupling group: a TCP coupler (ccc, ccc_handover, their integer window modes ccc_int and
     ccc_handover_int, etcp, efcm: ``TCP_COUPLER_KINDS``) for TCP flows, an FSE
-    algorithm (active, conservative_active, simple_passive, passive) for media flows, or "none":
+    algorithm (active, conservative_active, simple_passive, passive) for media flows or for TCP
+    flows (not both in one group; a TCP flow reports cwnd/SRTT once per round trip, seed 003
+    Fig. 6.3), or "none":
     a baseline in which the group's flows run uncoupled (their priorities and priority changes
     then have no effect), so one file can be swept over ``groups.0.kind = none,ccc``."""
 
@@ -291,7 +293,7 @@ Flow = Annotated[Union[TcpFlow, MediaFlow, UdpFlow, WebFlow], Field(discriminato
 
 class PriorityChange(_Strict):
     at_s: float = Field(ge=0, le=MAX_TIME_S)
-    flow: int = Field(ge=0, le=2**31, description="index into flows (a coupled TCP flow)")
+    flow: int = Field(ge=0, le=2**31, description="index into flows (a coupled TCP flow, or a media flow in an FSE group)")
     priority: float = Field(gt=0, le=MAX_PRIORITY)
 
 
@@ -376,13 +378,17 @@ class Scenario(_Strict):
             if group not in names:
                 raise ValueError(f"flows[{i}].group {group!r} is not one of the groups {sorted(names)}")
             g = names[group]
-            if isinstance(f, TcpFlow) and g.is_fse:
-                raise ValueError(f"flows[{i}] is TCP but group {group!r} is an FSE group (for media flows)")
             if isinstance(f, MediaFlow) and g.couples and not g.is_fse:
                 raise ValueError(f"flows[{i}] is a media flow but group {group!r} is a TCP coupler")
+            if g.is_fse:
+                kinds = {type(o) for o in self.flows if getattr(o, "group", None) == group}
+                if len(kinds) > 1:
+                    raise ValueError(
+                        f"flows[{i}]: FSE group {group!r} has both TCP and media flows; an FSE group couples "
+                        f"TCP flows or media flows, not both")
         for i, c in enumerate(self.priority_changes):
-            if c.flow >= len(self.flows) or not isinstance(self.flows[c.flow], TcpFlow) or self.flows[c.flow].group is None:
-                raise ValueError(f"priority_changes[{i}].flow = {c.flow} is not a coupled TCP flow")
+            if c.flow >= len(self.flows) or not isinstance(self.flows[c.flow], (TcpFlow, MediaFlow)) or self.flows[c.flow].group is None:
+                raise ValueError(f"priority_changes[{i}].flow = {c.flow} is not a coupled TCP flow or a media flow in an FSE group")
         if self.measure_links is not None:
             known = _link_names(topo)
             for i, l in enumerate(self.measure_links):
@@ -653,13 +659,18 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dic
         g = sc.group(getattr(f, "group", None))
         if g is None or not g.couples:
             continue
-        if isinstance(f, TcpFlow):
+        if isinstance(f, TcpFlow) and g.is_fse:
+            s.couple_tcp_fse(ids[i], group_ids[g.name], f.priority, delay_min_s=g.delay_min_s, delay_max_s=g.delay_max_s)
+        elif isinstance(f, TcpFlow):
             s.couple(ids[i], group_ids[g.name], f.priority)
         else:
             s.couple_media(ids[i], group_ids[g.name], f.priority, delay_min_s=g.delay_min_s, delay_max_s=g.delay_max_s)
     for c in sc.priority_changes:
         if sc.group(sc.flows[c.flow].group).couples:
-            s.set_priority_at(c.at_s, ids[c.flow], c.priority)
+            if isinstance(sc.flows[c.flow], MediaFlow):
+                s.set_media_priority_at(c.at_s, ids[c.flow], c.priority)
+            else:
+                s.set_priority_at(c.at_s, ids[c.flow], c.priority)
     if sc.sample_interval_s:
         measured = sc.measure_links if sc.measure_links is not None else _default_measured(sc.topology)
         s.sample_every(sc.sample_interval_s, [links[n] for n in measured])

@@ -649,6 +649,28 @@ impl PySimulation {
         self.with_sim(|s| s.couple_media(flow, c))
     }
 
+    /// Couples TCP flow `flow` (not started yet) to FSE group `group` with `priority` (seed 003
+    /// sec. 6.3.1, Fig. 6.3): once per round trip it reports cwnd * MSS / SRTT and sets its
+    /// window from the rate the FSE answers; its signalling with the FSE takes a delay uniform in
+    /// [delay_min_s, delay_max_s]. A group couples TCP flows or media flows, not both.
+    #[pyo3(signature = (flow, group, priority, delay_min_s=0.0, delay_max_s=0.0))]
+    fn couple_tcp_fse(
+        &self,
+        flow: u32,
+        group: usize,
+        priority: f64,
+        delay_min_s: f64,
+        delay_max_s: f64,
+    ) -> PyResult<()> {
+        let c = FseCoupling {
+            group,
+            priority,
+            delay_min: secs("delay_min_s", delay_min_s)?,
+            delay_max: secs("delay_max_s", delay_max_s)?,
+        };
+        self.with_sim(|s| s.couple_tcp_fse(flow, c))
+    }
+
     /// A coupling group running `kind` (one of `TCP_COUPLER_KINDS`); returns its id.
     fn add_coupling_group(&self, kind: &str) -> PyResult<usize> {
         let k = CouplerKind::from_name(kind)
@@ -663,6 +685,13 @@ impl PySimulation {
     fn set_priority_at(&self, t_s: f64, flow: u32, priority: f64) -> PyResult<()> {
         let at = Instant::from_nanos(secs("t_s", t_s)?.as_nanos());
         self.with_sim(|s| s.schedule_priority(at, flow, priority))
+    }
+
+    /// Changes media flow `flow`'s priority in its FSE group at `t_s` (seed 003 Fig. 5.13):
+    /// active algorithms redistribute at once, passive ones at the flow's next UPDATE.
+    fn set_media_priority_at(&self, t_s: f64, flow: u32, priority: f64) -> PyResult<()> {
+        let at = Instant::from_nanos(secs("t_s", t_s)?.as_nanos());
+        self.with_sim(|s| s.schedule_media_priority(at, flow, priority))
     }
 
     /// Records every flow's window and the given links' queues every `interval_s`.

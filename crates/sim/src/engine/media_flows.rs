@@ -2,10 +2,10 @@
 //! controller's rate, with the receiver's feedback carried back as packets; and their coupling
 //! through an FSE group (seed 003 ch. 6, RFC 8699), whose messages travel with a delay.
 
-use super::coupling::{FseMsg, FseSignalling};
+use super::coupling::{FseMsg, FseSignalling, Members};
 use super::fabric::Fabric;
 use super::sched::{Event, Scheduler};
-use super::{check_dscp, check_endpoints, check_priority, five_tuple_hash, Ctx, Slab};
+use super::{check_dscp, check_endpoints, five_tuple_hash, Ctx, Slab};
 use crate::error::SimError;
 use crate::media::{MediaSource, MediaState};
 use crate::net::NodeId;
@@ -14,7 +14,6 @@ use crate::stats::{MediaSample, MediaSummary};
 use crate::transport::rate::{Feedback, RateReceiver, RateSender, SendInfo};
 use coupling::fse::FseUpdate;
 use coupling::{Duration, FlowId, Instant};
-use rand::RngExt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum MediaEvent {
@@ -141,23 +140,32 @@ impl MediaFlows {
         &mut self,
         flow: u32,
         c: FseCoupling,
-        fse: &FseSignalling,
+        fse: &mut FseSignalling,
     ) -> Result<(), SimError> {
         let name = format!("media_flow[{flow}].fse");
-        fse.check(&name, &c)?;
-        check_priority(&name, c.priority)?;
-        if c.delay_max < c.delay_min {
-            return Err(SimError::invalid(
-                format!("{name}.delay_max"),
-                c.delay_max,
-                "delay_max >= delay_min",
-            ));
-        }
+        fse.check(&name, &c, Members::Media)?;
         let m = self
             .flows
             .get_mut(flow as usize)
             .ok_or(SimError::UnknownFlow { name, flow })?;
         m.fse = Some(c);
+        fse.claim(c.group, Members::Media);
+        Ok(())
+    }
+
+    /// Checks that `flow` is a media flow coupled to an FSE group (for a priority change).
+    pub fn check_coupled(&self, name: &str, flow: u32) -> Result<(), SimError> {
+        let m = self.flows.get(flow as usize).ok_or(SimError::UnknownFlow {
+            name: name.to_string(),
+            flow,
+        })?;
+        if m.fse.is_none() {
+            return Err(SimError::invalid(
+                name,
+                flow,
+                "a media flow coupled to an FSE group",
+            ));
+        }
         Ok(())
     }
 
@@ -201,13 +209,7 @@ impl MediaFlows {
         let Some(c) = self.flows[flow as usize].fse else {
             return Duration::ZERO;
         };
-        if c.delay_max == c.delay_min {
-            return c.delay_min;
-        }
-        Duration::from_nanos(
-            cx.rng
-                .random_range(c.delay_min.as_nanos()..=c.delay_max.as_nanos()),
-        )
+        c.draw_delay(cx.rng)
     }
 
     fn post_fse(&mut self, msg: FseMsg, delay: Duration, cx: &mut Ctx, fse: &mut FseSignalling) {
@@ -272,6 +274,40 @@ impl MediaFlows {
                     m.snd.set_fse_rate_bps(rate_bps, now);
                     self.pace(flow, cx);
                 }
+            }
+            FseMsg::SetPriority { flow, priority } => {
+                let m = &mut self.flows[flow as usize];
+                let Some(c) = m.fse.as_mut() else { return };
+                // Kept for a later registration (after a pause) too.
+                c.priority = priority;
+                let group = c.group;
+                if !m.in_fse {
+                    return;
+                }
+                let Ok(out) = fse.groups[group].set_priority(FlowId(flow as u64), priority, now)
+                else {
+                    fse.errors += 1;
+                    return;
+                };
+                // Active algorithms answer with every flow's new rate; passive ones apply the
+                // priority at the flow's next UPDATE.
+                let replies: Vec<(u32, f64)> =
+                    out.iter().map(|a| (a.flow.0 as u32, a.rate_bps)).collect();
+                for (f, r) in replies {
+                    let d = self.fse_delay(f, cx);
+                    self.post_fse(
+                        FseMsg::Apply {
+                            flow: f,
+                            rate_bps: r,
+                        },
+                        d,
+                        cx,
+                        fse,
+                    );
+                }
+            }
+            FseMsg::Tcp(_) => {
+                unreachable!("the engine gives TCP flows' FSE messages to the TCP flows")
             }
         }
     }

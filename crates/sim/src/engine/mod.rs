@@ -7,10 +7,10 @@
 //! |---|---|
 //! | [`sched`] | simulated time and the pending events |
 //! | [`fabric`] | the network: links, the packet pool, forwarding; packet taps |
-//! | [`tcp_flows`] | TCP flows: connections, timers; their controllers call their coupling group (`transport::coupled`) |
+//! | [`tcp_flows`] | TCP flows: connections, timers; their controllers call their coupling group (`transport::coupled`), or they signal their FSE group |
 //! | [`udp_flows`] | UDP flows and their traffic sources |
 //! | [`media_flows`] | rate-controlled media flows, their feedback, their FSE signalling |
-//! | [`coupling`] | the FSE groups and their signalling, and the errors they return |
+//! | [`coupling`] | the FSE groups (of media or TCP flows) and their signalling, and the errors they return |
 //! | [`record`] | time series (flows, media, queues), packet trace, pcap captures |
 //!
 //! Adding a transport: a module with its flows and events, an `Event` variant, and its lines in
@@ -31,7 +31,7 @@ pub use record::{MAX_SAMPLE_ROWS, MIN_SAMPLE_INTERVAL};
 pub use tcp_flows::TcpFlowConfig;
 pub use udp_flows::UdpFlowConfig;
 
-use self::coupling::FseSignalling;
+use self::coupling::{FseMsg, FseSignalling, TcpFseMsg};
 use crate::error::SimError;
 use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketKind};
@@ -291,7 +291,16 @@ impl Sim {
 
     /// Couples a media flow to an FSE group; it registers when it starts.
     pub fn couple_media(&mut self, flow: u32, c: FseCoupling) -> Result<(), SimError> {
-        self.media.couple(flow, c, &self.fse)
+        self.media.couple(flow, c, &mut self.fse)
+    }
+
+    /// Couples TCP flow `flow`, not started yet, to an FSE group (seed 003 sec. 6.3.1, Fig. 6.3):
+    /// it registers when it starts, reports CC_R = cwnd * MSS / SRTT once per round trip and sets
+    /// cwnd = FSE_R * SRTT / MSS from the answer (see `tcp_flows::fse`). A group couples TCP flows
+    /// or media flows, not both; a TCP flow is in one group, an FSE's or a TCP coupler's. Errors
+    /// name the parameter (`flow[i].fse…`) and change nothing.
+    pub fn couple_tcp_fse(&mut self, flow: u32, c: FseCoupling) -> Result<(), SimError> {
+        self.tcp.couple_fse(flow, c, &mut self.fse)
     }
 
     /// A coupling group running `kind` (from `crates/coupling`, the code users ship).
@@ -352,6 +361,15 @@ impl Sim {
     ) -> Result<(), SimError> {
         let name = format!("priority_change[flow {flow}]");
         self.not_past(|| format!("{name}.at"), at)?;
+        if self.tcp.is_fse_coupled(flow) == Some(true) {
+            // The application tells the FSE (as for media flows): not delayed.
+            check_priority(&name, priority)?;
+            let slot = self
+                .fse
+                .hold(FseMsg::Tcp(TcpFseMsg::SetPriority { flow, priority }));
+            self.sched.schedule(at, Event::Fse(slot));
+            return Ok(());
+        }
         let coupled = self.tcp.is_coupled(flow).ok_or(SimError::UnknownFlow {
             name: name.clone(),
             flow,
@@ -367,6 +385,22 @@ impl Sim {
         }
         let i = self.tcp.push_change(flow, priority);
         self.sched.schedule(at, Event::SetPriority(i));
+        Ok(())
+    }
+
+    /// Changes media flow `flow`'s priority in its FSE group at `at` (seed 003 Fig. 5.13).
+    pub fn schedule_media_priority(
+        &mut self,
+        at: Instant,
+        flow: u32,
+        priority: f64,
+    ) -> Result<(), SimError> {
+        let name = format!("media_priority_change[flow {flow}]");
+        self.not_past(|| format!("{name}.at"), at)?;
+        self.media.check_coupled(&name, flow)?;
+        check_priority(&name, priority)?;
+        let slot = self.fse.hold(FseMsg::SetPriority { flow, priority });
+        self.sched.schedule(at, Event::Fse(slot));
         Ok(())
     }
 
@@ -403,7 +437,8 @@ impl Sim {
             }
             Event::Tcp(e) => {
                 let mut cx = ctx!(self);
-                self.tcp.handle(e, &mut cx, &mut self.tcp_coupling);
+                self.tcp
+                    .handle(e, &mut cx, &mut self.tcp_coupling, &mut self.fse);
             }
             Event::Udp(i) => {
                 let mut cx = ctx!(self);
@@ -416,7 +451,10 @@ impl Sim {
             Event::Fse(slot) => {
                 let msg = self.fse.take(slot);
                 let mut cx = ctx!(self);
-                self.media.fse_deliver(msg, &mut cx, &mut self.fse);
+                match msg {
+                    FseMsg::Tcp(m) => self.tcp.fse_deliver(m, &mut cx, &mut self.fse),
+                    m => self.media.fse_deliver(m, &mut cx, &mut self.fse),
+                }
             }
             Event::SetPriority(i) => {
                 self.tcp.set_priority(i, &mut self.tcp_coupling);
@@ -438,7 +476,8 @@ impl Sim {
         let mut cx = ctx!(self);
         match p.kind {
             PacketKind::TcpData | PacketKind::TcpAck => {
-                self.tcp.deliver(p, &mut cx, &mut self.tcp_coupling)
+                self.tcp
+                    .deliver(p, &mut cx, &mut self.tcp_coupling, &mut self.fse)
             }
             PacketKind::Media | PacketKind::MediaFeedback => {
                 self.media.deliver(p, &mut cx, &mut self.fse)
@@ -494,6 +533,11 @@ impl Sim {
 
     pub fn coupler(&self, group: usize) -> Option<&dyn TcpCoupler> {
         self.tcp_coupling.coupler(group)
+    }
+
+    /// FSE group `group`'s state (the flows registered now, S_CR, ...).
+    pub fn fse_group(&self, group: usize) -> Option<&::coupling::fse::FseGroup> {
+        self.fse.groups.get(group)
     }
 
     /// Summaries and time series of the run so far (a copy: see [`Sim::summaries`] and

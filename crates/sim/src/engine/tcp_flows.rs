@@ -3,10 +3,16 @@
 //! (`transport::coupled`); this agent passes the groups in, applies the segments a handover
 //! releases to other flows, and has a finished flow leave its group.
 //!
+//! A TCP flow may instead be coupled through an FSE group (`fse`): it reports its rate,
+//! cwnd / SRTT, once per round trip and applies the rate the FSE answers (seed 003 sec. 6.3.1).
+//!
 //! A flow's connection exists only from the flow's start until it has finished and none of its
 //! packets is left in the network; then a summary replaces it (issue 13: a web workload drew about
 //! 1.2 kB per flow up front and kept it to the end, 62 MB for an hour at 5 Mbit/s).
 
+mod fse;
+
+use super::coupling::FseSignalling;
 use super::fabric::Fabric;
 use super::sched::{Event, Scheduler};
 use super::{check_dscp, check_endpoints, five_tuple_hash, Ctx};
@@ -21,6 +27,7 @@ use crate::transport::tcp::{
 };
 use coupling::tcp::TcpState;
 use coupling::{Duration, Instant};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum TcpEvent {
@@ -145,6 +152,8 @@ pub(crate) struct TcpFlows {
     changes: Vec<(u32, f64)>,
     /// Scratch for the segments an ACK releases to joining flows (kept for its capacity).
     releases: Vec<coupling::tcp::Release>,
+    /// The flows coupled to an FSE group, by flow (few: kept apart from the flows' records).
+    fse: BTreeMap<u32, fse::FseSeat>,
 }
 
 impl TcpFlows {
@@ -212,6 +221,13 @@ impl TcpFlows {
                 "a flow that has not started yet",
             ));
         }
+        if self.fse.contains_key(&flow) {
+            return Err(SimError::invalid(
+                name,
+                flow,
+                "a flow not coupled to an FSE group (a TCP flow is in one group)",
+            ));
+        }
         f.coupling = Some((group, priority));
         Ok(())
     }
@@ -246,9 +262,15 @@ impl TcpFlows {
         }
     }
 
-    pub fn handle(&mut self, ev: TcpEvent, cx: &mut Ctx, coupling: &mut CouplingGroups) {
+    pub fn handle(
+        &mut self,
+        ev: TcpEvent,
+        cx: &mut Ctx,
+        coupling: &mut CouplingGroups,
+        fse: &mut FseSignalling,
+    ) {
         match ev {
-            TcpEvent::Start(f) => self.start(f, cx, coupling),
+            TcpEvent::Start(f) => self.start(f, cx, coupling, fse),
             TcpEvent::Rto(f) => self.rto(f, cx, coupling),
             TcpEvent::DelAck(f) => {
                 let c = self.flows[f as usize].conn();
@@ -266,7 +288,13 @@ impl TcpFlows {
     }
 
     /// A packet of flow `p.flow` reached its destination.
-    pub fn deliver(&mut self, p: &Packet, cx: &mut Ctx, coupling: &mut CouplingGroups) {
+    pub fn deliver(
+        &mut self,
+        p: &Packet,
+        cx: &mut Ctx,
+        coupling: &mut CouplingGroups,
+        fse: &mut FseSignalling,
+    ) {
         let f = p.flow;
         match p.kind {
             PacketKind::TcpData => {
@@ -277,7 +305,7 @@ impl TcpFlows {
                 }
                 cx.flush();
             }
-            PacketKind::TcpAck => self.on_ack(f, p, cx, coupling),
+            PacketKind::TcpAck => self.on_ack(f, p, cx, coupling, fse),
             _ => unreachable!("TCP packets only"),
         }
         self.retire_if_done(f, cx.fabric);
@@ -301,7 +329,13 @@ impl TcpFlows {
         }
     }
 
-    fn start(&mut self, f: u32, cx: &mut Ctx, coupling: &mut CouplingGroups) {
+    fn start(
+        &mut self,
+        f: u32,
+        cx: &mut Ctx,
+        coupling: &mut CouplingGroups,
+        fse: &mut FseSignalling,
+    ) {
         let fl = &mut self.flows[f as usize];
         let cfg = self.configs[fl.tcp as usize];
         let ep = Endpoints {
@@ -315,7 +349,7 @@ impl TcpFlows {
             .coupling
             .map(|(group, priority)| Seat { group, priority });
         let cc = Coupled::new(fl.cc.build(), f, seat);
-        let mut c = Box::new(Conn {
+        let c = Box::new(Conn {
             // The controller's init registers a coupled flow with its group.
             snd: TcpSender::coupled(cfg, cc, ep, fl.size_bytes, coupling),
             rcv: TcpReceiver::new(cfg, ep),
@@ -325,8 +359,11 @@ impl TcpFlows {
         if !c.snd.controller().is_coupled() {
             fl.coupling = None; // refused (counted): it runs uncoupled
         }
-        c.snd.start(cx.now, cx.out);
         fl.state = FlowState::Live(c);
+        // An FSE-coupled flow registers before it sends.
+        self.fse_register(f, cx, fse);
+        let fl = &mut self.flows[f as usize];
+        fl.conn().snd.start(cx.now, cx.out);
         if self.sampled_on {
             // Kept in id order (flows start in any order): the samples at one instant are by flow.
             let at = self.sampled.partition_point(|&g| g < f);
@@ -368,7 +405,14 @@ impl TcpFlows {
         fl.state = FlowState::Done(done);
     }
 
-    fn on_ack(&mut self, f: u32, p: &Packet, cx: &mut Ctx, coupling: &mut CouplingGroups) {
+    fn on_ack(
+        &mut self,
+        f: u32,
+        p: &Packet,
+        cx: &mut Ctx,
+        coupling: &mut CouplingGroups,
+        fse: &mut FseSignalling,
+    ) {
         let now = cx.now;
         // The sender's controller reports to its group at the end of the ACK.
         self.flows[f as usize]
@@ -386,11 +430,15 @@ impl TcpFlows {
             other.snd.send_available(now, cx.out);
             self.arm_rto(j, cx);
         }
+        // An FSE-coupled flow's UPDATE, once per round trip; an answer without signalling delay
+        // sets its window before it sends.
+        self.fse_round(f, cx, fse);
         let c = self.flows[f as usize].conn();
         c.snd.send_available(now, cx.out);
         if c.snd.finished_at.is_some() {
             // A finished transfer leaves its group (Algorithm 6; once).
             c.snd.release(coupling);
+            self.fse_leave(f, cx, fse);
         }
         self.arm_rto(f, cx);
         cx.flush();

@@ -277,6 +277,18 @@ impl TcpSender {
         self.tp.ssthresh = ssthresh_pkts;
     }
 
+    /// Sets the congestion window from outside the controller (an FSE's answer, seed 003 sec.
+    /// 6.3); ssthresh and the controller's own state stay.
+    pub fn set_cwnd(&mut self, cwnd_pkts: f64) {
+        self.tp.cwnd = cwnd_pkts;
+    }
+
+    /// The end of the highest segment sent so far (Linux's `snd_nxt` outside a timeout's
+    /// go-back-N): a round-trip marker, as TCP Vegas keeps `beg_snd_nxt`.
+    pub fn highest_sent(&self) -> u64 {
+        self.snd_max
+    }
+
     /// The controller and its coupling seat.
     pub fn controller(&self) -> &Coupled {
         &self.cc
