@@ -36,7 +36,10 @@
 //! - Before the first RTT sample the timeout is [`INITIAL_TIMEOUT`] (1 s, as RFC 6298) and the
 //!   rate does not increase (there is no SRTT to step by); the first increase comes one SRTT after
 //!   the first sample. After a backoff the next increase is one SRTT later (as in ns-2).
-//! - The rate stays in `[min_rate_bps, max_rate_bps]`.
+//! - At the first RTT sample the rate is raised to one packet per RTT if it is below (ns-2's
+//!   agent sets it to that: `ipg_ = srtt_`); a higher rate, e.g. one the FSE gave, is kept.
+//! - The rate stays in `[min_rate_bps, max_rate_bps]`. The rate is the state (the IPG follows
+//!   from it), so an FSE rate set and read back is the same number.
 //! - Application-limited senders do not increase: a step happens only if, since the last
 //!   decision, the sender sent at least half the packets its rate allowed (ns-2's `dpthresh_` =
 //!   50 %), so a source that cannot fill the rate does not inflate it. Likewise a step needs
@@ -175,8 +178,11 @@ pub struct RapStats {
 #[derive(Debug)]
 pub struct RapSender {
     cfg: RapConfig,
-    /// Inter-packet gap in seconds for `cfg.packet_bytes`; the rate is `packet_bits / ipg_s`.
-    ipg_s: f64,
+    /// The sending rate `S`; the inter-packet gap is `packet_bits / S`. The rate, not the gap, is
+    /// kept: an FSE rate set and read back must be the same number (through the gap it came
+    /// back one rounding step lower for about 7 % of rates, which the conservative FSE,
+    /// Algorithm 2, took for a decrease and answered with a 2-RTT hold: issue 18, Fig. 5.12).
+    rate_bps: f64,
     srtt_s: Option<f64>,
     var_s: f64,
     /// The transmission history: packets sent and neither acknowledged nor declared lost, by
@@ -206,7 +212,7 @@ impl RapSender {
         cfg.check(name)?;
         Ok(RapSender {
             cfg,
-            ipg_s: cfg.packet_bits() / cfg.initial_rate_bps,
+            rate_bps: cfg.initial_rate_bps,
             srtt_s: None,
             var_s: 0.0,
             history: BTreeMap::new(),
@@ -233,7 +239,7 @@ impl RapSender {
 
     /// The inter-packet gap for [`RapConfig::packet_bytes`].
     pub fn ipg(&self) -> Duration {
-        Duration::from_nanos((self.ipg_s * 1e9) as u64)
+        Duration::from_nanos((self.ipg_s() * 1e9) as u64)
     }
 
     pub fn srtt(&self) -> Option<Duration> {
@@ -258,16 +264,12 @@ impl RapSender {
         }
     }
 
-    fn min_ipg(&self) -> f64 {
-        self.cfg.packet_bits() / self.cfg.max_rate_bps
+    fn ipg_s(&self) -> f64 {
+        self.cfg.packet_bits() / self.rate_bps
     }
 
-    fn max_ipg(&self) -> f64 {
-        self.cfg.packet_bits() / self.cfg.min_rate_bps
-    }
-
-    fn set_ipg(&mut self, ipg_s: f64) {
-        self.ipg_s = ipg_s.clamp(self.min_ipg(), self.max_ipg());
+    fn set_rate(&mut self, rate_bps: f64) {
+        self.rate_bps = rate_bps.clamp(self.cfg.min_rate_bps, self.cfg.max_rate_bps);
     }
 
     fn rtt_sample(&mut self, r: f64, now: Instant) {
@@ -275,6 +277,12 @@ impl RapSender {
             None => {
                 self.srtt_s = Some(r);
                 self.var_s = r / 2.0;
+                // ns-2's RAP agent sets one packet per RTT at the first ACK (rap.cc, RecvAck:
+                // `if (!anyack()) ipg_ = srtt_`). Without it a start below one packet per SRTT
+                // never grows at short RTTs: a decision period of one SRTT holds no packet to
+                // count (at 10 ms and 100 kbit/s, one packet every 80 ms; issue 18, Fig. 5.2).
+                // Raised to it, never lowered: a rate the FSE gave a joining flow is kept.
+                self.set_rate(self.rate_bps.max(self.cfg.packet_bits() / r));
                 // "Decision Frequency": the first step one SRTT after RAP can measure one.
                 self.next_increase = Some(now + secs(r));
                 self.period_start = now;
@@ -294,9 +302,11 @@ impl RapSender {
             return;
         }
         self.cluster_end = self.next_seq;
-        self.cluster_until = self.last_send.map(|t| t + secs(self.ipg_s) + CLUSTER_SLACK);
+        self.cluster_until = self
+            .last_send
+            .map(|t| t + secs(self.ipg_s()) + CLUSTER_SLACK);
         // "Increase/Decrease Algorithm": S = BETA * S, i.e. IPG = IPG / BETA.
-        self.set_ipg(self.ipg_s / BETA);
+        self.set_rate(self.rate_bps * BETA);
         self.stats.backoffs += 1;
         if let Some(s) = self.srtt_s {
             self.next_increase = Some(now + secs(s));
@@ -310,11 +320,12 @@ impl RapSender {
     fn increase(&mut self, now: Instant) {
         let Some(c) = self.srtt_s else { return };
         let elapsed = now.saturating_since(self.period_start).as_secs_f64();
-        let allowed = elapsed / self.ipg_s;
+        let allowed = elapsed / self.ipg_s();
         let need = APP_LIMITED_SHARE * allowed;
         if self.sent_in_period as f64 >= need && self.acks_in_period as f64 >= need {
-            // IPG_new = IPG * C / (IPG + C): one more packet per C = SRTT.
-            self.set_ipg(self.ipg_s * c / (self.ipg_s + c));
+            // IPG_new = IPG * C / (IPG + C), i.e. S_new = S + PacketSize / C: one more packet
+            // per C = SRTT.
+            self.set_rate(self.rate_bps + self.cfg.packet_bits() / c);
             self.stats.increases += 1;
         }
         self.period_start = now;
@@ -334,7 +345,7 @@ impl RateSender for RapSender {
     }
 
     fn rate_bps(&self) -> f64 {
-        self.cfg.packet_bits() / self.ipg_s
+        self.rate_bps
     }
 
     /// RAP's AIMD rate; the same as [`RateSender::rate_bps`], as the FSE's rate replaces RAP's
@@ -349,7 +360,7 @@ impl RateSender for RapSender {
         let r = rate_bps
             .max(self.cfg.min_rate_bps)
             .min(self.cfg.max_rate_bps);
-        self.set_ipg(self.cfg.packet_bits() / r);
+        self.set_rate(r);
     }
 
     fn on_send(&mut self, seq: u64, size_bytes: u32, now: Instant) -> SendInfo {
@@ -630,6 +641,41 @@ mod tests {
             .map(|(_, x)| *x)
             .collect();
         xs.iter().sum::<f64>() / xs.len() as f64
+    }
+
+    #[test]
+    fn grows_from_below_one_packet_per_rtt_at_a_short_rtt() {
+        // Seed 003 sec. 5.3's path: 10 Mbit/s, 10 ms RTT. From 100 kbit/s (a packet every 80 ms,
+        // longer than the RTT) the rate must still grow: one packet per RTT at the first ACK (as
+        // ns-2's agent), then a packet per SRTT per SRTT. Before, no decision period of one SRTT
+        // ever held a packet and the rate stayed at 100 kbit/s.
+        let mut snd = RapSender::new(cfg(100e3, 1e9), "rap").unwrap();
+        let mut rcv = RapReceiver::new();
+        run(
+            &mut snd,
+            &mut rcv,
+            &path(10e6, 5, 1000, 0.0),
+            PKT,
+            Duration::from_secs(2),
+            Duration::from_millis(100),
+            &mut seeded(1),
+        );
+        assert!(snd.stats().increases >= 10, "{:?}", snd.stats());
+        assert!(snd.rate_bps() > 3e6, "{}", snd.rate_bps());
+    }
+
+    #[test]
+    fn an_fse_rate_reads_back_as_the_same_number() {
+        // Through the inter-packet gap, 7 % of rates came back one rounding step lower, which the
+        // conservative FSE (seed 003 Algorithm 2) takes for a decrease and answers with a hold.
+        let mut snd = RapSender::new(cfg(100e3, 1e12), "rap").unwrap();
+        let mut rng = seeded(3);
+        for _ in 0..10_000 {
+            let r: f64 = 10f64.powf(rng.random_range(3.5..9.0));
+            snd.set_fse_rate_bps(r, Instant::ZERO);
+            assert_eq!(snd.cc_rate_bps(), r);
+            assert_eq!(snd.rate_bps(), r);
+        }
     }
 
     #[test]
