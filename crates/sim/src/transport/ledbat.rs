@@ -27,7 +27,8 @@
 //!   `queuing_delay >= 0`, `off_target <= 1`: with `GAIN = 1` the window grows by at most one
 //!   segment per RTT, TCP Reno's congestion-avoidance rate with byte counting (sec. 2.5). Then
 //!   `cwnd <= flightsize + ALLOWED_INCREASE` ([`ALLOWED_INCREASE`] = 1 segment, sec. 2.4.2, 2.5;
-//!   flightsize is the flight before this ACK) and `cwnd >= MIN_CWND` ([`MIN_CWND`] = 2
+//!   flightsize is the flight before this ACK, or cwnd when that flight fills the window to its
+//!   last whole segment: the cap limits a sender that does not use its window) and `cwnd >= MIN_CWND` ([`MIN_CWND`] = 2
 //!   segments, sec. 2.5). The decrease is not capped (RFC 6817 has no cap; LEDBAT++ adds one).
 //! - **Parameters** (sec. 2.5): `TARGET` = [`TARGET`] = 100 ms, the largest value allowed (TARGET
 //!   MUST be 100 ms or less, sec. 2.5, explained in sec. 3.3); `GAIN` = [`GAIN`] = 1 (GAIN MUST
@@ -279,8 +280,19 @@ impl CongestionControl for Ledbat {
         // At most a window's worth counts, so one ACK adds at most GAIN segments.
         let counted = acked.min(tp.cwnd.max(1.0));
         let mut cwnd = tp.cwnd + self.cfg.gain * off_target * counted / tp.cwnd.max(1.0);
-        // The flight before this ACK, plus ALLOWED_INCREASE.
-        let max_allowed = tp.in_flight + acked + self.cfg.allowed_increase_pkts;
+        // The flight before this ACK, plus ALLOWED_INCREASE. The cap is there for a sender that
+        // does not use its window (sec. 2.4.2: application-limited); a flight that fills the
+        // window to its last whole segment is the window, so the cap is taken from cwnd then.
+        // Taken from the whole segments in flight, a window of 10.9 could never pass 11 when
+        // its growth is split among coupled flows (ctrlTCP gives each of n flows 1/n of it, so
+        // every share approaches 11 from below and stays there: issue 18, Figs. 8.3-8.6).
+        let flight = tp.in_flight + acked;
+        let flightsize = if flight + 1.0 > tp.cwnd {
+            flight.max(tp.cwnd)
+        } else {
+            flight
+        };
+        let max_allowed = flightsize + self.cfg.allowed_increase_pkts;
         cwnd = cwnd.min(max_allowed);
         tp.cwnd = cwnd.max(self.cfg.min_cwnd_pkts);
     }
@@ -500,6 +512,17 @@ mod tests {
         cc.pkts_acked(&mut t, &sample(2, 50, Instant::from_secs(1)));
         cc.cong_avoid(&mut t, &sample(2, 50, Instant::from_secs(1)));
         assert_eq!(t.cwnd, 4.0);
+        // Window-limited with a fractional window (10.9, 10 whole segments out) whose growth a
+        // coupler splits four ways, as ctrlTCP does: with the cap taken from the 10 segments the
+        // window would approach 11 and never pass it; taken from the window, it grows.
+        let mut t = tp(10.9);
+        for _ in 0..2000 {
+            t.in_flight = t.cwnd.floor() - 1.0; // the flight after this ACK of one segment
+            let before = t.cwnd;
+            cc.cong_avoid(&mut t, &sample(1, 50, Instant::from_secs(1)));
+            t.cwnd = before + (t.cwnd - before) / 4.0;
+        }
+        assert!(t.cwnd > 12.0, "{}", t.cwnd);
         // Nothing ignores it, not even slow start below ssthresh.
         let mut t = tp(10.0);
         t.ssthresh = 1e9;
