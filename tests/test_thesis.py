@@ -120,3 +120,29 @@ def test_the_reproduce_command_takes_thesis_names(tiny, tmp_path):
         reproduce("thesis-ch99", tmp_path, duration_s=5.0)
     r = CliRunner().invoke(app, ["list"])
     assert "thesis-fig-99.1: Figs. 99.1, 99.2 (chapter 99)" in r.output
+
+
+def test_a_changed_analysis_is_run_again_on_the_stored_runs(tiny, tmp_path, monkeypatch):
+    """The runs are keyed by the engine and the package's modules; the analyses live in
+    macroflow/thesis/, so an edit there must redo result.json (it was reused stale) without
+    computing the runs again."""
+    core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
+    monkeypatch.setattr(core, "_ANALYSIS_VERSION", core._ANALYSIS_VERSION + "-edited")
+    core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
+    assert tiny == [2, 2]
+    res = json.loads((tmp_path / "fig-99.1" / "result.json").read_text())
+    assert res["cost"]["computed_runs"] == 2 and res["version"].endswith("-edited")
+
+
+def test_two_points_that_are_the_same_run_are_refused(monkeypatch, tmp_path):
+    monkeypatch.setattr(core, "SETS", [])
+    bad = _tiny_set([])
+
+    def jobs(base, seeds):
+        data = dict(base, duration_s=5.0)
+        return [core.job({"kind": "a"}, data, 1), core.job({"kind": "b"}, data, 1)]
+
+    core.register(core.FigureSet(**{**bad.__dict__, "jobs": jobs}))
+    with pytest.raises(ValueError, match="are the same run"):
+        core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
+    assert not (tmp_path / "fig-99.1").exists(), "nothing ran"

@@ -79,6 +79,8 @@ class FigureSet:
     #: Where the dissertation ran it (ns-2 simulation, a testbed, emulation), and what of it we
     #: can run on the Linux testbed.
     environment: str = "ns-2 simulation"
+    #: What must hold, in one sentence (the index page's row); the claim's start when empty.
+    summary: str = ""
 
     @property
     def figures(self) -> List[str]:
@@ -163,6 +165,22 @@ def runs_by(runs: Sequence[Dict[str, Any]], **params: Any) -> List[Dict[str, Any
 
 # --- running -------------------------------------------------------------------------------------
 
+def _analysis_fingerprint() -> str:
+    """The code version of the runs (:func:`code_version`: the engine and the package's top-level
+    modules) and a hash of this package's modules (the analyses): a stored ``result.json`` is
+    reused only when both are unchanged. Taken at import, as ``code_version`` is."""
+    import hashlib
+
+    h = hashlib.sha256(code_version().encode())
+    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return f"{code_version()}+{h.hexdigest()[:12]}"
+
+
+_ANALYSIS_VERSION = _analysis_fingerprint()
+
+
 def _png(fig: Any) -> str:
     from macroflow.reports import _png as png
 
@@ -179,7 +197,15 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
     d = root / f"fig-{s.name}"
     base = base_scenario(s.base)
     jobs = s.jobs(base, seeds)
-    wanted = sorted({j.key for j in jobs})
+    # A run is stored by its scenario and seed only: two points with the same scenario would be
+    # one run, found under the first point's params and missing under the second's.
+    seen: Dict[str, Job] = {}
+    for j in jobs:
+        other = seen.setdefault(j.key, j)
+        if other.params != j.params:
+            raise ValueError(f"figure set {s.name}: the points {other.params} and {j.params} are the same run "
+                             f"(scenario {j.scenario.name!r}, seed {j.scenario.seed}); reuse one point for both")
+    wanted = sorted(seen)
     result_file = d / "result.json"
     old = json.loads(result_file.read_text()) if result_file.exists() else None
     stored_before = {r["key"] for r in list_runs(d)} if d.exists() else set()
@@ -193,7 +219,7 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
         # Compute time accumulates over interrupted attempts; runs reused cost nothing now.
         cost["computed_runs"] = cost.get("computed_runs", 0) + todo
         cost["compute_s"] = cost.get("compute_s", 0.0) + run_s
-    if old and old.get("runs") == wanted and old.get("version") == code_version() and old.get("seeds") == seeds:
+    if old and old.get("runs") == wanted and old.get("version") == _ANALYSIS_VERSION and old.get("seeds") == seeds:
         old["cost"] = {**cost, "last_s": run_s}
         write_json_atomic(result_file, old)
         return old
@@ -208,8 +234,8 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
     cost["last_s"] = run_s + cost["analysis_s"]
     out = {
         "name": s.name, "chapter": s.chapter, "reproduction": s.reproduction, "captions": s.captions,
-        "claim": s.claim, "setting": s.setting, "base": s.base, "environment": s.environment,
-        "seeds": seeds, "version": code_version(), "runs": wanted,
+        "claim": s.claim, "summary": s.summary, "setting": s.setting, "base": s.base, "environment": s.environment,
+        "seeds": seeds, "version": _ANALYSIS_VERSION, "runs": wanted,
         "checks": [{**asdict(c), "set": s.name} for c in a.checks], "notes": a.notes, "table": a.table, "figures": figs, "cost": cost,
     }
     write_json_atomic(result_file, out)
@@ -315,6 +341,12 @@ def _write(path: pathlib.Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _short(s: FigureSet) -> str:
+    if s.summary:
+        return s.summary
+    return s.claim if len(s.claim) <= 240 else s.claim[:240].rsplit(" ", 1)[0] + " ..."
+
+
 def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
     """The index page and one page per chapter from the results stored under `root`; also
     ``root/reproduction.json`` with every check (what ``print_checks`` reads)."""
@@ -335,13 +367,14 @@ def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
     for s in SETS:
         r = next((x for x in results if x["name"] == s.name), None)
         if r is None:
-            rows.append(f"<tr><td>{_esc(', '.join(s.figures))}</td><td>{s.chapter}</td><td colspan=3 class=\"muted\">not run yet "
+            rows.append(f"<tr><td>{_esc(', '.join(s.figures))}</td><td>{s.chapter}</td><td class=\"muted\">{_esc(_short(s))}</td>"
+                        f"<td colspan=3 class=\"muted\">not run yet "
                         f"(<code>macroflow reproduce {_esc(s.reproduction)}</code>)</td></tr>")
             continue
         st = [check_status(c) for c in r["checks"]]
         cls = "fail" if "FAIL" in st else "pass"
         rows.append(f'<tr><td><a href="chapter-{s.chapter}.html#fig-{_esc(s.name)}">{_esc(", ".join(s.figures))}</a></td>'
-                    f"<td>{s.chapter}</td><td class=\"{cls}\">{_esc(tally(r['checks']))}</td>"
+                    f"<td>{s.chapter}</td><td class=\"muted\">{_esc(_short(s))}</td><td class=\"{cls}\">{_esc(tally(r['checks']))}</td>"
                     f"<td class=\"num\">{_minutes(r.get('cost', {}).get('compute_s', 0.0))}</td>"
                     f"<td>{_esc(r['environment'])}</td></tr>")
     cost_rows = "".join(
@@ -356,7 +389,7 @@ def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
             "not give are checked on the direction or relation it states, with the tolerance written beside the check and chosen "
             "before our result was seen. Every disagreement has its explanation beside it.</p>",
             f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in allc) else "pass"}">{_esc(tally(allc))}</p>',
-            "<table><tr><th>figures</th><th>chapter</th><th>checks</th><th>compute</th><th>dissertation's environment</th></tr>"
+            "<table><tr><th>figures</th><th>chapter</th><th>what must hold</th><th>checks</th><th>compute</th><th>dissertation's environment</th></tr>"
             + "".join(rows) + "</table>",
             "<h2>Cost per chapter (this machine)</h2><table><tr><th>chapter</th><th>runs</th><th>computing the runs</th>"
             f"<th>last invocation (reused runs cost nothing)</th></tr>{cost_rows}</table>"]
