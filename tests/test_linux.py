@@ -71,6 +71,10 @@ BAD = [
      'links = [{from = "a", to = "b", rate_bps = 1e7, delay_s = 0.01, duplex = false}]\n[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\n',
      r"flows\.0: no route back from b to a"),
     ("rate too low", _dumbbell(1, bottleneck_rate_bps=10.0), r"at 10 bit/s"),
+    ("an ack per segment", _dumbbell(1, flows='[[flows]]\ntype = "tcp"\npair = 0\ndelayed_ack = false\n'),
+     r"flows\.0\.delayed_ack = false"),
+    ("a group's burst limit", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "ccc"\nmax_burst_pkts = 1e6\n[[flows]]\ntype = "tcp"\n'
+                                          'pair = 0\ngroup = "g"\n'), r"groups\.0\.max_burst_pkts = 1e\+06"),
     ("too many nodes", _dumbbell(40), r"82 nodes"),
 ]
 

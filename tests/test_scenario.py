@@ -149,3 +149,106 @@ def test_shipped_scenarios_are_found_by_name_and_only_by_name(tmp_path, monkeypa
         load("a" * 300 + ".toml")  # name too long: one line, not a traceback
     (tmp_path / "red_queue.toml").write_text((SHIPPED / "red_queue.toml").read_text().replace("red-queue", "mine"))
     assert load("red_queue.toml").name == "mine"  # a file of that path comes first
+
+
+def _joiner(max_burst: str) -> str:
+    return f"""
+name = "j"
+duration_s = 12.0
+[topology]
+pairs = 2
+[[groups]]
+name = "g"
+kind = "ccc"
+{max_burst}
+[[flows]]
+type = "tcp"
+pair = 0
+group = "g"
+[[flows]]
+type = "tcp"
+pair = 1
+start_s = 8.0
+group = "g"
+"""
+
+
+def test_a_groups_burst_limit_lets_a_joiner_send_its_share_at_once():
+    """Seed 003 Figs. 7.1(a), 9.3: the dissertation's ctrlTCP without ack-clocking handed a joiner
+    its share as one burst; max_burst_pkts lets a scenario run that (0, the default, never)."""
+    limited = run(parse(_joiner(""), "a.toml"))["flows"].to_pylist()
+    unlimited = run(parse(_joiner("max_burst_pkts = 1e6"), "b.toml"))["flows"].to_pylist()
+    assert limited[1]["max_burst_pkts"] <= 10, limited[1]
+    assert unlimited[1]["max_burst_pkts"] >= 25, unlimited[1]
+
+
+def test_delayed_acks_off_sends_an_ack_per_segment():
+    def acks(extra: str) -> float:
+        t = run(parse(BASE + extra, "d.toml"))
+        links = {l["link"]: l for l in t["links"].to_pylist()}
+        fwd = max(links.values(), key=lambda l: l["tx_bytes"])
+        rev = [l for l in links.values() if l is not fwd and l["rate_bps"] == fwd["rate_bps"]][0]
+        return rev["tx_pkts"] / fwd["tx_pkts"]
+
+    assert acks("") == pytest.approx(0.5, abs=0.08)
+    # Not exactly 1: the forward count includes segments the bottleneck then dropped.
+    assert acks("delayed_ack = false\n") == pytest.approx(1.0, abs=0.1)
+
+
+def test_a_flows_own_fse_delay_replaces_the_groups(monkeypatch):
+    import macroflow.scenario as scen
+
+    seen = []
+
+    class Spy:
+        def __init__(self, **kw):
+            self._s = Real(**kw)
+
+        def __getattr__(self, name):
+            return getattr(self._s, name)
+
+        def couple_media(self, flow, group, priority, delay_min_s=0.0, delay_max_s=0.0):
+            seen.append((flow, delay_min_s, delay_max_s))
+            return self._s.couple_media(flow, group, priority, delay_min_s=delay_min_s, delay_max_s=delay_max_s)
+
+    Real = scen.Simulation
+    monkeypatch.setattr(scen, "Simulation", Spy)
+    text = """
+name = "f"
+duration_s = 3.0
+[topology]
+pairs = 2
+[[groups]]
+name = "g"
+kind = "simple_passive"
+delay_min_s = 0.01
+delay_max_s = 0.01
+[[flows]]
+type = "media"
+pair = 0
+group = "g"
+fse_delay_min_s = 0.001
+fse_delay_max_s = 0.1
+[[flows]]
+type = "media"
+pair = 1
+group = "g"
+"""
+    run(parse(text, "f.toml"))
+    assert seen == [(0, 0.001, 0.1), (1, 0.01, 0.01)]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ('[[flows]]\ntype = "tcp"\npair = 1\nfse_delay_min_s = 0.1', "together"),
+    ('[[flows]]\ntype = "tcp"\npair = 1\nfse_delay_min_s = 0.1\nfse_delay_max_s = 0.1', "in an FSE group"),
+    ('[[groups]]\nname = "g"\nkind = "ccc"\n[[flows]]\ntype = "tcp"\npair = 1\ngroup = "g"\nfse_delay_min_s = 0.1\n'
+     'fse_delay_max_s = 0.1', "in an FSE group"),
+    ('[[groups]]\nname = "g"\nkind = "passive"\n[[flows]]\ntype = "media"\npair = 1\ngroup = "g"\nfse_delay_min_s = 0.2\n'
+     'fse_delay_max_s = 0.1', "must be >="),
+    ('[[groups]]\nname = "g"\nkind = "passive"\nmax_burst_pkts = 4', "for TCP coupler groups"),
+    ('[[groups]]\nname = "g"\nkind = "ccc"\nmax_burst_pkts = -1', "greater than or equal to 0"),
+    ('[[groups]]\nname = "g"\nkind = "ccc"\ndelay_max_s = 0.1', "for FSE groups"),
+])
+def test_the_new_coupling_fields_refuse_misuse(extra, needle):
+    with pytest.raises(ScenarioError, match=needle):
+        parse(BASE + extra, "x.toml")

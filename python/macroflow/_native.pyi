@@ -654,7 +654,9 @@ class Simulation:
         signalling with the FSE is delayed uniformly in [delay_min_s, delay_max_s]. A group
         couples TCP flows or media flows, not both, and a TCP flow is in one group (an FSE's or
         a TCP coupler's): SimulationError otherwise, with nothing changed."""
-    def add_coupling_group(self, kind: CouplerKind) -> int: ...
+    def add_coupling_group(self, kind: CouplerKind, max_burst_pkts: float = ...) -> int:
+        """A TCP coupling group; `max_burst_pkts`: segments beyond its flight an answer may let a
+        connection send at once (0: never more than its own controller would)."""
     def couple(self, flow: int, group: int, priority: float) -> None: ...
     def set_priority_at(self, t_s: float, flow: int, priority: float) -> None:
         """Changes coupled TCP flow `flow`'s priority at `t_s`, in its TCP coupler group or its

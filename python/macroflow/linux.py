@@ -289,7 +289,14 @@ def plan(sc: Scenario) -> Plan:
             raise LinuxEngineError(
                 f"flows.{i}: a media flow's rate controller runs inside the simulator; the linux engine "
                 f"runs tcp, udp and web flows")
+    for i, f in enumerate(sc.flows):
+        if isinstance(f, TcpFlow) and not f.delayed_ack:
+            raise LinuxEngineError(f"flows.{i}.delayed_ack = false: the kernel's receiver delays ACKs as it decides; "
+                                   f"an ACK per segment is the simulator's only")
     for i, g in enumerate(sc.groups):
+        if g.couples and g.max_burst_pkts:
+            raise LinuxEngineError(f"groups.{i}.max_burst_pkts = {g.max_burst_pkts:g}: macroflow_ccc's burst limit is set "
+                                   f"when it is loaded, for every group (the engine runs it without one)")
         if g.couples and g.kind not in CCC_KINDS:
             raise LinuxEngineError(
                 f"groups.{i}.kind = {g.kind!r}: the kernel couples connections with ctrlTCP (macroflow_ccc, "

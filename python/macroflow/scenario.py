@@ -186,9 +186,15 @@ class Group(_Strict):
 
     name: str = Field(min_length=1)
     kind: str
-    #: FSE signalling delay, uniform in [min, max] (seed 003 Fig. 6.11); FSE groups only.
+    #: FSE signalling delay, uniform in [min, max] (seed 003 Fig. 6.11); FSE groups only. A
+    #: flow's fse_delay_min_s/fse_delay_max_s replace it for that flow.
     delay_min_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
     delay_max_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
+    #: TCP couplers: segments beyond its flight a coupler's answer may let a connection send at
+    #: once (crates/coupling's tcp module: 0, the default, means never more than its own
+    #: controller would). A large value hands a joiner its whole share as one burst, as the
+    #: dissertation's ctrlTCP without ack-clocking did (seed 003 Figs. 7.1(a), 9.3).
+    max_burst_pkts: float = Field(default=0.0, ge=0, le=1e6)
 
     @model_validator(mode="after")
     def _known_kind(self) -> "Group":
@@ -198,6 +204,10 @@ class Group(_Strict):
             )
         if self.delay_max_s < self.delay_min_s:
             raise ValueError("delay_max_s must be >= delay_min_s")
+        if (self.delay_min_s or self.delay_max_s) and self.kind in TCP_COUPLER_KINDS:
+            raise ValueError(f"delay_min_s/delay_max_s: a signalling delay is for FSE groups, not the TCP coupler {self.kind!r}")
+        if self.max_burst_pkts and self.kind in FSE_ALGORITHMS:
+            raise ValueError(f"max_burst_pkts is for TCP coupler groups, not the FSE algorithm {self.kind!r}")
         return self
 
     @property
@@ -227,6 +237,13 @@ class TcpFlow(_Endpoints):
     priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
     #: DSCP of its packets (WRR classifies by it).
     dscp: int = Field(default=0, ge=0, le=63)
+    #: The receiver delays ACKs (every second segment, 200 ms timer); false: an ACK per segment,
+    #: as ns-2's default TCPSink. Simulator only (the linux engine refuses false).
+    delayed_ack: bool = True
+    #: In an FSE group: this flow's signalling delay to the FSE, uniform in [min, max], instead of
+    #: the group's (seed 003 Fig. 6.11 delays flow 1's signals only). Both or neither.
+    fse_delay_min_s: Optional[float] = Field(default=None, ge=0, le=MAX_TIME_S)
+    fse_delay_max_s: Optional[float] = Field(default=None, ge=0, le=MAX_TIME_S)
     #: The kernel congestion control on the linux engine (reno, cubic, bbr, a loaded BPF one);
     #: default: cc's counterpart (macroflow.linux.KERNEL_CC). The simulator runs cc.
     linux_cc: Optional[str] = Field(default=None, pattern=LINUX_CC_PATTERN)
@@ -242,6 +259,9 @@ class MediaFlow(_Endpoints):
     packet_bytes: int = Field(default=1200, ge=40, le=65535)
     group: Optional[str] = None
     priority: float = Field(default=1.0, gt=0, le=MAX_PRIORITY)
+    #: As TcpFlow.fse_delay_min_s / fse_delay_max_s.
+    fse_delay_min_s: Optional[float] = Field(default=None, ge=0, le=MAX_TIME_S)
+    fse_delay_max_s: Optional[float] = Field(default=None, ge=0, le=MAX_TIME_S)
 
     @model_validator(mode="after")
     def _sane(self) -> "MediaFlow":
@@ -373,6 +393,13 @@ class Scenario(_Strict):
                 if f.src == f.dst:
                     raise ValueError(f"flows[{i}]: src and dst are the same node")
             group = getattr(f, "group", None)
+            lo, hi = getattr(f, "fse_delay_min_s", None), getattr(f, "fse_delay_max_s", None)
+            if (lo is None) != (hi is None):
+                raise ValueError(f"flows[{i}]: give fse_delay_min_s and fse_delay_max_s together")
+            if lo is not None and hi < lo:
+                raise ValueError(f"flows[{i}]: fse_delay_max_s must be >= fse_delay_min_s")
+            if lo is not None and (group is None or (group in names and names[group].couples and not names[group].is_fse)):
+                raise ValueError(f"flows[{i}]: fse_delay_min_s/fse_delay_max_s are for a flow in an FSE group")
             if group is None:
                 continue
             if group not in names:
@@ -638,7 +665,8 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dic
     for i, f in enumerate(sc.flows):
         src, dst = ends(f)
         if isinstance(f, TcpFlow):
-            ids[i] = s.add_tcp_flow(src, dst, start_s=f.start_s, size_bytes=f.size_bytes, cc=f.cc, dscp=f.dscp)
+            ids[i] = s.add_tcp_flow(src, dst, start_s=f.start_s, size_bytes=f.size_bytes, cc=f.cc, dscp=f.dscp,
+                                    delayed_ack=f.delayed_ack)
         elif isinstance(f, MediaFlow):
             ids[i] = s.add_media_flow(
                 src, dst, controller=f.controller, source=f.source, rate_bps=f.rate_bps,
@@ -653,18 +681,20 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dic
             s.add_web_workload([ends(f)], f.load_bps, mean_size_bytes=f.mean_size_bytes, start_s=f.start_s,
                                end_s=end_s, pareto_shape=f.pareto_shape, cc=f.cc)
     group_ids = {
-        g.name: (s.add_fse_group(g.kind) if g.is_fse else s.add_coupling_group(g.kind)) for g in sc.groups if g.couples
+        g.name: (s.add_fse_group(g.kind) if g.is_fse else s.add_coupling_group(g.kind, max_burst_pkts=g.max_burst_pkts))
+        for g in sc.groups if g.couples
     }
     for i, f in enumerate(sc.flows):
         g = sc.group(getattr(f, "group", None))
         if g is None or not g.couples:
             continue
+        lo, hi = (g.delay_min_s, g.delay_max_s) if f.fse_delay_min_s is None else (f.fse_delay_min_s, f.fse_delay_max_s)
         if isinstance(f, TcpFlow) and g.is_fse:
-            s.couple_tcp_fse(ids[i], group_ids[g.name], f.priority, delay_min_s=g.delay_min_s, delay_max_s=g.delay_max_s)
+            s.couple_tcp_fse(ids[i], group_ids[g.name], f.priority, delay_min_s=lo, delay_max_s=hi)
         elif isinstance(f, TcpFlow):
             s.couple(ids[i], group_ids[g.name], f.priority)
         else:
-            s.couple_media(ids[i], group_ids[g.name], f.priority, delay_min_s=g.delay_min_s, delay_max_s=g.delay_max_s)
+            s.couple_media(ids[i], group_ids[g.name], f.priority, delay_min_s=lo, delay_max_s=hi)
     for c in sc.priority_changes:
         if sc.group(sc.flows[c.flow].group).couples:
             if isinstance(sc.flows[c.flow], MediaFlow):

@@ -672,10 +672,27 @@ impl PySimulation {
     }
 
     /// A coupling group running `kind` (one of `TCP_COUPLER_KINDS`); returns its id.
-    fn add_coupling_group(&self, kind: &str) -> PyResult<usize> {
+    /// A TCP coupling group of `kind`; `max_burst_pkts` is how many segments beyond its flight
+    /// an answer may let a connection send at once (0: never more than its own controller would;
+    /// seed 003's ctrlTCP without ack-clocking handed a joiner its share as one burst).
+    #[pyo3(signature = (kind, max_burst_pkts=0.0))]
+    fn add_coupling_group(&self, kind: &str, max_burst_pkts: f64) -> PyResult<usize> {
         let k = CouplerKind::from_name(kind)
             .ok_or_else(|| unknown_name("kind", kind, CouplerKind::names()))?;
-        self.with_sim(|s| Ok(s.add_coupling_group(k)))
+        self.with_sim(|s| {
+            // Checked before the group exists, so a bad limit leaves no group behind (the
+            // coupler's own check, set_max_burst_pkts, would refuse it after).
+            if !(max_burst_pkts.is_finite() && max_burst_pkts >= 0.0) {
+                return Err(SimError::invalid(
+                    "max_burst_pkts",
+                    max_burst_pkts,
+                    "a finite number of segments >= 0",
+                ));
+            }
+            let g = s.add_coupling_group(k);
+            s.set_max_burst_pkts(g, max_burst_pkts)?;
+            Ok(g)
+        })
     }
 
     fn couple(&self, flow: u32, group: usize, priority: f64) -> PyResult<()> {
