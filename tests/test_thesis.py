@@ -146,3 +146,18 @@ def test_two_points_that_are_the_same_run_are_refused(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="are the same run"):
         core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
     assert not (tmp_path / "fig-99.1").exists(), "nothing ran"
+
+
+def test_a_linux_counterpart_is_linked_with_its_tally_once_stored(monkeypatch, tmp_path):
+    monkeypatch.setattr(core, "SETS", [])
+    core.register(core.FigureSet(**{**_tiny_set([]).__dict__, "linux": "thesis-9.3-linux"}))
+    root = tmp_path / "thesis"
+    page = core.reproduce_thesis("thesis-fig-99.1", out=root, seeds=1, workers=1)
+    assert "sudo macroflow reproduce thesis-9.3-linux" in page.read_text()
+    (tmp_path / "thesis-9.3-linux").mkdir()
+    (tmp_path / "thesis-9.3-linux" / "reproduction.json").write_text(json.dumps(
+        {"seeds": 3, "duration_s": 60.0, "checks": [{"name": "a", "expected": "", "ours": "", "passed": True},
+                                                     {"name": "b", "expected": "", "ours": "", "passed": False}]}))
+    core.write_pages(root)
+    html = page.read_text()
+    assert '../thesis-9.3-linux/report.html' in html and "1 of 2 checks pass" in html

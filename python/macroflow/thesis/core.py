@@ -81,6 +81,9 @@ class FigureSet:
     environment: str = "ns-2 simulation"
     #: What must hold, in one sentence (the index page's row); the claim's start when empty.
     summary: str = ""
+    #: A named reproduction running the same scenarios on real Linux (the dissertation's
+    #: testbed figures): the page links it and shows its checks when it is stored beside ROOT.
+    linux: str = ""
 
     @property
     def figures(self) -> List[str]:
@@ -234,7 +237,7 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
     cost["last_s"] = run_s + cost["analysis_s"]
     out = {
         "name": s.name, "chapter": s.chapter, "reproduction": s.reproduction, "captions": s.captions,
-        "claim": s.claim, "summary": s.summary, "setting": s.setting, "base": s.base, "environment": s.environment,
+        "claim": s.claim, "summary": s.summary, "setting": s.setting, "linux": s.linux, "base": s.base, "environment": s.environment,
         "seeds": seeds, "version": _ANALYSIS_VERSION, "runs": wanted,
         "checks": [{**asdict(c), "set": s.name} for c in a.checks], "notes": a.notes, "table": a.table, "figures": figs, "cost": cost,
     }
@@ -295,7 +298,24 @@ def _minutes(s: float) -> str:
     return f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
 
 
-def _set_html(r: Mapping[str, Any]) -> str:
+def _linux_html(r: Mapping[str, Any], root: pathlib.Path) -> str:
+    """The Linux testbed's counterpart of a set: its tally and a link when it is stored beside
+    `root` (``out/reproductions/NAME``), else the command that runs it."""
+    name = r.get("linux")
+    if not name:
+        return ""
+    f = root.parent / name / "reproduction.json"
+    if not f.exists():
+        return (f'<p><b>On real Linux:</b> not run here yet: <code>sudo macroflow reproduce {_esc(name)}</code> runs the same '
+                f"scenarios on kernel TCP in network namespaces (root; real time).</p>")
+    rep = json.loads(f.read_text())
+    st = [check_status(c) for c in rep["checks"]]
+    cls = "fail" if "FAIL" in st else "pass"
+    return (f'<p><b>On real Linux</b> (<a href="../{_esc(name)}/report.html">{_esc(name)}</a>, {rep.get("seeds")} seed(s), '
+            f'{rep.get("duration_s")} s per run): <span class="{cls}">{_esc(tally(rep["checks"]))}</span>.</p>')
+
+
+def _set_html(r: Mapping[str, Any], root: Optional[pathlib.Path] = None) -> str:
     figs = ", ".join(r["captions"])
     out = [f'<h2 id="fig-{_esc(r["name"])}">Fig{"s" if len(r["captions"]) > 1 else ""}. {_esc(figs)}</h2>']
     out.append("<dl>" + "".join(f"<dt>Figure {_esc(f)}</dt><dd><i>{_esc(c)}</i></dd>" for f, c in r["captions"].items()) + "</dl>")
@@ -307,6 +327,8 @@ def _set_html(r: Mapping[str, Any]) -> str:
     out.append(f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in r["checks"]) else "pass"}">'
                f"{_esc(tally(r['checks']))}</p>")
     out.append(_checks_table(r["checks"]))
+    if root is not None:
+        out.append(_linux_html(r, root))
     for note in r.get("notes", []):
         out.append(f'<p class="note">{_esc(note)}</p>')
     if r.get("table"):
@@ -359,7 +381,7 @@ def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
         body = [f'<p><a href="index.html">Index</a></p><h1>Seed 003, chapter {ch}: {_esc(CHAPTERS.get(ch, ""))}</h1>',
                 f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in checks_of(rs)) else "pass"}">'
                 f"{_esc(tally(checks_of(rs)))}</p>"]
-        body += [_set_html(r) for r in rs]
+        body += [_set_html(r, root) for r in rs]
         p = root / f"chapter-{ch}.html"
         _write(p, _page(f"Seed 003 chapter {ch}", body))
         written.append(p)
