@@ -161,3 +161,46 @@ def test_a_linux_counterpart_is_linked_with_its_tally_once_stored(monkeypatch, t
     core.write_pages(root)
     html = page.read_text()
     assert '../thesis-9.3-linux/report.html' in html and "1 of 2 checks pass" in html
+
+
+
+def _why_no_linux() -> str:
+    """Why the Linux engine cannot run here ("" when it can), as tests/test_linux.py asks."""
+    import os
+
+    from macroflow import linux
+
+    if os.geteuid() != 0:
+        return "not root: the linux engine needs CAP_NET_ADMIN and CAP_SYS_ADMIN"
+    return "; ".join(linux.capabilities().missing)
+
+
+@pytest.mark.skipif(bool(_why_no_linux()), reason=f"linux engine unavailable: {_why_no_linux()}")
+def test_a_set_with_a_testbed_counterpart_runs_on_linux_beside_the_simulator(monkeypatch, tmp_path):
+    """`--linux`: the same jobs on the Linux engine into fig-X.Y/linux/, the same analysis, a block
+    of its own on the page and "Linux: " checks in reproduction.json; sets without a counterpart
+    are refused by name."""
+    calls = []
+
+    def jobs(base, seeds):
+        return [core.job({"flows": 2}, dict(base, duration_s=4.0, flows=base["flows"][:2]), s) for s in range(1, seeds + 1)]
+
+    def analyse(runs):
+        calls.append([r["engine"] if "engine" in r else "sim" for r in runs])
+        g = core.mean([r["summary"]["tcp_goodput_bps"] for r in runs])
+        return core.Analysis(checks=[Check("goodput", "> 1 Mbit/s (tolerance: none)", f"{g:.3g}", g > 1e6)])
+
+    monkeypatch.setattr(core, "SETS", [])
+    core.register(core.FigureSet(name="98.1", chapter=98, captions={"98.1": "c"}, claim="x", setting="y",
+                                 base="linux_reno_dumbbell.toml", jobs=jobs, analyse=analyse, seeds=1, on_linux=True))
+    page = core.reproduce_thesis("thesis-fig-98.1", out=tmp_path, linux=True)
+    assert (tmp_path / "fig-98.1" / "linux" / "result.json").exists()
+    html = page.read_text()
+    assert "The same runs on real Linux" in html
+    names = [c["name"] for c in json.loads((tmp_path / "reproduction.json").read_text())["checks"]]
+    assert names == ["goodput", "Linux: goodput"]
+    assert len(calls) == 2
+    monkeypatch.setattr(core, "SETS", [])
+    core.register(_tiny_set([]))
+    with pytest.raises(ValueError, match="no.*Linux testbed counterpart|none of its figures"):
+        core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, linux=True)

@@ -150,6 +150,8 @@ def reproduce_cmd(
     workers: Optional[int] = typer.Option(None, help="local processes (default: one per CPU)"),
     ray: Optional[str] = typer.Option(None, help="run on Ray: a cluster address, 'auto', or 'local'"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    linux: bool = typer.Option(False, "--linux", help="thesis figures only: also run those with a testbed counterpart on "
+                               "real Linux (root; one seed unless --seeds)"),
 ) -> None:
     """Run a named reproduction of a source's experiment and check it.
 
@@ -175,7 +177,8 @@ def reproduce_cmd(
         bars[part][1](p)
 
     try:
-        path = reproduce(name, out, seeds=seeds, duration_s=duration, quick=quick, workers=workers, ray=ray, on_progress=on_progress)
+        path = reproduce(name, out, seeds=seeds, duration_s=duration, quick=quick, workers=workers, ray=ray, on_progress=on_progress,
+                         linux=linux)
     except (ValueError, SweepError, StoreError) as e:
         _fail(str(e))
     finally:

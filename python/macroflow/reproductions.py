@@ -848,10 +848,12 @@ def reproduce(
     workers: Optional[int] = None,
     ray: Optional[str] = None,
     on_progress: Optional[Callable[[str, SweepProgress], None]] = None,
+    linux: bool = False,
 ) -> pathlib.Path:
     """Runs the named reproduction into `out` (default ``out/reproductions/NAME``), checks it and
     writes ``reproduction.json`` and ``report.html`` there; returns the report's path. `quick`
-    uses the reproduction's smaller seed count and duration (for a first look; say so when citing)."""
+    uses the reproduction's smaller seed count and duration (for a first look; say so when citing).
+    `linux` (thesis names only): also run the figures that have a Linux testbed counterpart there."""
     if name not in REPRODUCTIONS and name.startswith("thesis"):
         # Seed 003 figure by figure (macroflow.thesis): thesis, thesis-chN, thesis-fig-X.Y.
         from macroflow.thesis import reproduce_thesis
@@ -859,7 +861,10 @@ def reproduce(
         if duration_s is not None or ray is not None:
             raise ValueError(f"{name}: the thesis's figures use the dissertation's durations and run in local processes "
                              "(no --duration, no --ray)")
-        return reproduce_thesis(name, out, seeds=seeds, quick=quick, workers=workers, on_progress=on_progress)
+        return reproduce_thesis(name, out, seeds=seeds, quick=quick, workers=workers, on_progress=on_progress, linux=linux)
+    if linux:
+        raise ValueError(f"{name}: --linux is for the thesis's figures (a reproduction on Linux has its own name, e.g. "
+                         "thesis-9.3-linux)")
     if name not in REPRODUCTIONS:
         raise KeyError(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}, thesis (see macroflow list)")
     rep = REPRODUCTIONS[name]

@@ -84,6 +84,10 @@ class FigureSet:
     #: A named reproduction running the same scenarios on real Linux (the dissertation's
     #: testbed figures): the page links it and shows its checks when it is stored beside ROOT.
     linux: str = ""
+    #: The set's own runs also run on the Linux engine (kernel TCP in network namespaces, root)
+    #: with ``macroflow reproduce thesis... --linux``: stored in ``fig-X.Y/linux/``, analysed by
+    #: the same function, shown beside the simulator's on the page.
+    on_linux: bool = False
 
     @property
     def figures(self) -> List[str]:
@@ -191,15 +195,20 @@ def _png(fig: Any) -> str:
 
 
 def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, workers: Optional[int] = None,
-            on_progress: Optional[Callable[[str, SweepProgress], None]] = None) -> Dict[str, Any]:
-    """Runs the set's missing runs into ``root/fig-X.Y/``, analyses all of them and writes
-    ``result.json`` there (reused as it is when the runs, the seed count and the code are the same)."""
+            on_progress: Optional[Callable[[str, SweepProgress], None]] = None, engine: str = "sim") -> Dict[str, Any]:
+    """Runs the set's missing runs into ``root/fig-X.Y/`` (``.../linux/`` on the Linux engine),
+    analyses all of them and writes ``result.json`` there (reused as it is when the runs, the seed
+    count and the code are the same)."""
     seeds = seeds if seeds is not None else s.seeds
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
-    d = root / f"fig-{s.name}"
+    if engine not in ("sim", "linux"):
+        raise ValueError(f"engine must be 'sim' or 'linux', got {engine!r}")
+    d = root / f"fig-{s.name}" / ("linux" if engine == "linux" else "")
     base = base_scenario(s.base)
     jobs = s.jobs(base, seeds)
+    if engine == "linux":
+        jobs = [Job(j.params, j.scenario, "linux") for j in jobs]
     # A run is stored by its scenario and seed only: two points with the same scenario would be
     # one run, found under the first point's params and missing under the second's.
     seen: Dict[str, Job] = {}
@@ -215,7 +224,7 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
     todo = len(set(wanted) - stored_before)
     t0 = time.monotonic()
     sweep(jobs, d, workers=workers, meta={"name": s.reproduction, "file": s.base, "grid": {}, "seeds": list(range(1, seeds + 1))},
-          on_progress=(lambda p: on_progress(s.name, p)) if on_progress else None)
+          on_progress=(lambda p: on_progress(s.name + ("/linux" if engine == "linux" else ""), p)) if on_progress else None)
     run_s = time.monotonic() - t0
     cost = dict((old or {}).get("cost") or {})
     if todo:
@@ -237,9 +246,9 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
     cost["last_s"] = run_s + cost["analysis_s"]
     out = {
         "name": s.name, "chapter": s.chapter, "reproduction": s.reproduction, "captions": s.captions,
-        "claim": s.claim, "summary": s.summary, "setting": s.setting, "linux": s.linux, "base": s.base, "environment": s.environment,
-        "seeds": seeds, "version": _ANALYSIS_VERSION, "runs": wanted,
-        "checks": [{**asdict(c), "set": s.name} for c in a.checks], "notes": a.notes, "table": a.table, "figures": figs, "cost": cost,
+        "claim": s.claim, "summary": s.summary, "setting": s.setting, "linux": s.linux, "on_linux_available": s.on_linux, "base": s.base, "environment": s.environment,
+        "seeds": seeds, "version": _ANALYSIS_VERSION, "runs": wanted, "engine": engine,
+        "checks": [{**asdict(c), "set": s.name, **({"name": f"Linux: {c.name}"} if engine == "linux" else {})} for c in a.checks], "notes": a.notes, "table": a.table, "figures": figs, "cost": cost,
     }
     write_json_atomic(result_file, out)
     return out
@@ -247,18 +256,25 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
 
 def reproduce_thesis(name: str = "thesis", out: Optional[Union[str, pathlib.Path]] = None, seeds: Optional[int] = None,
                      quick: bool = False, workers: Optional[int] = None,
-                     on_progress: Optional[Callable[[str, SweepProgress], None]] = None) -> pathlib.Path:
+                     on_progress: Optional[Callable[[str, SweepProgress], None]] = None, linux: bool = False) -> pathlib.Path:
     """Runs the sets `name` names (see :func:`names`) into `out` (default
     ``out/reproductions/thesis``), then writes the index and every chapter page from the results
     stored there; returns the page of the chapter run (the index for ``thesis``). `quick`: 2 seeds
     per point instead of the dissertation's 10, for a first look (say so when citing); `seeds`
-    overrides every set's count."""
+    overrides every set's count. `linux`: the sets with a testbed counterpart (``on_linux``)
+    also run on the Linux engine (root; real time, one run at a time unless `workers` says
+    otherwise), with one seed unless `seeds` is given."""
     sets = set_of(name)
     root = pathlib.Path(out) if out is not None else pathlib.Path("out/reproductions/thesis")
+    if linux and not any(s.on_linux for s in sets):
+        raise ValueError(f"{name}: none of its figures has a Linux testbed counterpart (sets that have one: "
+                         f"{', '.join(x.reproduction for x in SETS if x.on_linux) or 'none'})")
     for s in sets:
         # Single illustrative runs stay single under --quick.
         n = seeds if seeds is not None else (min(2, s.seeds) if quick else s.seeds)
         run_set(s, root, n, workers, on_progress)
+        if linux and s.on_linux:
+            run_set(s, root, seeds if seeds is not None else 1, workers, on_progress, engine="linux")
     write_pages(root)
     if name == "thesis":
         return root / "index.html"
@@ -271,12 +287,17 @@ def stored_results(root: pathlib.Path) -> List[Dict[str, Any]]:
     for s in SETS:
         f = root / f"fig-{s.name}" / "result.json"
         if f.exists():
-            got.append(json.loads(f.read_text()))
+            r = json.loads(f.read_text())
+            lx = root / f"fig-{s.name}" / "linux" / "result.json"
+            if lx.exists():
+                r["on_linux"] = json.loads(lx.read_text())
+            got.append(r)
     return got
 
 
 def checks_of(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-    return [c for r in results for c in r["checks"]]
+    """Every check of the results, the Linux engine's (named "Linux: ...") after each set's own."""
+    return [c for r in results for c in list(r["checks"]) + list(r.get("on_linux", {}).get("checks", []))]
 
 
 # --- pages ---------------------------------------------------------------------------------------
@@ -329,6 +350,21 @@ def _set_html(r: Mapping[str, Any], root: Optional[pathlib.Path] = None) -> str:
     out.append(_checks_table(r["checks"]))
     if root is not None:
         out.append(_linux_html(r, root))
+    lx = r.get("on_linux")
+    if lx:
+        out.append(f'<h3>The same runs on real Linux (kernel TCP in network namespaces; {lx["seeds"]} seed'
+                   f'{"s" if lx["seeds"] != 1 else ""} per point)</h3>')
+        out.append(f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in lx["checks"]) else "pass"}">'
+                   f"{_esc(tally(lx['checks']))}</p>")
+        out.append(_checks_table(lx["checks"]))
+        for note in lx.get("notes", []):
+            out.append(f'<p class="note">{_esc(note)}</p>')
+        for f in lx["figures"]:
+            out.append(f'<figure><img alt="{_esc(f["what"])}" src="{f["png"]}"><figcaption class="muted">Ours on real Linux, for '
+                       f'Figure {_esc(f["fig"])}: {_esc(f["what"])}</figcaption></figure>')
+    elif r.get("on_linux_available"):
+        out.append('<p class="muted">This set also runs on real Linux: <code>sudo macroflow reproduce '
+                   f'{_esc(r["reproduction"])} --linux</code>.</p>')
     for note in r.get("notes", []):
         out.append(f'<p class="note">{_esc(note)}</p>')
     if r.get("table"):
@@ -393,10 +429,11 @@ def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
                         f"<td colspan=3 class=\"muted\">not run yet "
                         f"(<code>macroflow reproduce {_esc(s.reproduction)}</code>)</td></tr>")
             continue
-        st = [check_status(c) for c in r["checks"]]
+        st = [check_status(c) for c in checks_of([r])]
         cls = "fail" if "FAIL" in st else "pass"
+        text = tally(r["checks"]) + (f"; on Linux: {tally(r['on_linux']['checks'])}" if r.get("on_linux") else "")
         rows.append(f'<tr><td><a href="chapter-{s.chapter}.html#fig-{_esc(s.name)}">{_esc(", ".join(s.figures))}</a></td>'
-                    f"<td>{s.chapter}</td><td class=\"muted\">{_esc(_short(s))}</td><td class=\"{cls}\">{_esc(tally(r['checks']))}</td>"
+                    f"<td>{s.chapter}</td><td class=\"muted\">{_esc(_short(s))}</td><td class=\"{cls}\">{_esc(text)}</td>"
                     f"<td class=\"num\">{_minutes(r.get('cost', {}).get('compute_s', 0.0))}</td>"
                     f"<td>{_esc(r['environment'])}</td></tr>")
     cost_rows = "".join(
