@@ -22,30 +22,18 @@ CH6 = [s for s in thesis.SETS if s.chapter == 6]
 TOLERANCE = re.compile(r"%|within|>=|<=|strictly|at least|more than|\[")
 
 
-def _sets():
-    sets = list(CH6)
-    if ch6.FIG_6_3 not in sets and ch6.tcp_fse_supported() is None:
-        sets.append(ch6.FIG_6_3)
-    return sets
-
-
 def test_the_sets_are_registered_with_their_figures():
     names = {s.name: s.figures for s in CH6}
     assert names["6.6"] == ["6.6"]
     assert names["6.7"] == ["6.7", "6.8"]
     assert names["6.9"] == ["6.9", "6.10"]
     assert names["6.11"] == ["6.11"]
-    # Fig. 6.3 is registered exactly when TCP flows can join an FSE group.
-    assert ("6.3" in names) == (ch6.tcp_fse_supported() is None)
+    # TCP flows in FSE groups are in the simulator: Fig. 6.3 is always registered.
+    assert names["6.3"] == ["6.3"]
 
 
-@pytest.mark.parametrize("s", CH6 + [ch6.FIG_6_3], ids=lambda s: s.name)
+@pytest.mark.parametrize("s", CH6, ids=lambda s: s.name)
 def test_jobs_build_and_validate(s):
-    why = ch6.tcp_fse_supported() if s is ch6.FIG_6_3 else None
-    if why is not None:
-        # Written against the interface another change adds; until then it says why not.
-        assert "TCP" in why or "couple_tcp_fse" in why
-        pytest.skip(f"Fig. 6.3 needs TCP flows in an FSE group: {why}")
     jobs = s.jobs(core.base_scenario(s.base), 1)
     assert jobs and len({j.key for j in jobs}) == len(jobs)
     for j in jobs:
@@ -70,12 +58,23 @@ def test_scenario_files_state_the_dissertations_settings():
         assert all(g.kind == "simple_passive" for g in sc.groups)
 
 
+def test_only_flow_1s_signalling_is_delayed():
+    # Fig. 6.11 delays the signalling of flow 1 only; flow 2's stays fixed (none here), and the
+    # group adds no delay of its own (l. 2291-2294).
+    s = next(x for x in CH6 if x.name == "6.11")
+    for j in s.jobs(core.base_scenario(s.base), 1):
+        f1, f2 = j.scenario.flows
+        assert (f1.fse_delay_min_s, f1.fse_delay_max_s) == ch6.DELAYS[j.params["delay"]]
+        assert (f2.fse_delay_min_s, f2.fse_delay_max_s) == (0.0, 0.0)
+        assert (j.scenario.groups[0].delay_min_s, j.scenario.groups[0].delay_max_s) == (0.0, 0.0)
+
+
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
     """Every set run once with one seed (full durations: a run takes well under a second)."""
     root = tmp_path_factory.mktemp("thesis-ch6")
     out = {}
-    for s in _sets():
+    for s in CH6:
         core.run_set(s, root, seeds=1, workers=1)
         d = root / f"fig-{s.name}"
         out[s.name] = (s, list_runs(d))
@@ -161,13 +160,16 @@ def test_rtt_ratios_give_the_stated_rtts():
 
 
 def test_the_passive_fse_couples_tcp_flows(stored):
-    if "6.3" not in stored:
-        pytest.skip(f"Fig. 6.3 needs TCP flows in an FSE group: {ch6.tcp_fse_supported()}")
     _, runs = stored["6.3"]
     (equal,) = core.runs_by(runs, coupling=ch6.FSE, rtt_ratio=1)
     g = ch6.tcp_goodputs(equal)
     assert max(g) / min(g) < 1.1, g
-    # At an RTT ratio of 8 the coupled flows share far more evenly than uncoupled NewReno.
-    (coupled,) = core.runs_by(runs, coupling=ch6.FSE, rtt_ratio=8)
-    (alone,) = core.runs_by(runs, coupling="none", rtt_ratio=8)
-    assert ch6.jain(ch6.tcp_goodputs(coupled)) > ch6.jain(ch6.tcp_goodputs(alone)) + 0.05
+    # At an RTT ratio of 16 NewReno's RTT bias dominates (the short-RTT flow gets over 80 %
+    # uncoupled); the coupled flows, though lagging, share far more evenly. (At ratios 2-8 a
+    # drop-tail phase effect decides the uncoupled shares, sometimes the other way: see the
+    # check's note.)
+    (coupled,) = core.runs_by(runs, coupling=ch6.FSE, rtt_ratio=16)
+    (alone,) = core.runs_by(runs, coupling="none", rtt_ratio=16)
+    g_c, g_u = ch6.tcp_goodputs(coupled), ch6.tcp_goodputs(alone)
+    assert g_u[0] / sum(g_u) > 0.75, g_u
+    assert ch6.jain(g_c) > ch6.jain(g_u) + 0.05, (g_c, g_u)

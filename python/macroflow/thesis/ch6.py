@@ -11,7 +11,7 @@ Sets (each a shipped ``scenarios/thesis_6_*.toml``):
 - ``6.6``: three NADA and three GCC flows whose priorities change at 50 s.
 - ``6.7`` (Figs. 6.7, 6.8): RMCAT "round-trip time fairness", with and without the FSE.
 - ``6.9`` (Figs. 6.9, 6.10): RMCAT "media pause and resume", with and without the FSE.
-- ``6.11``: two GCC flows whose signalling with the FSE is delayed.
+- ``6.11``: two GCC flows, flow 1's signalling with the FSE delayed.
 
 Figs. 6.6-6.11 are single illustrative runs in the dissertation (time series); we draw seed 1 the
 same way and compute the checks over every seed run (runs cost well under a second each).
@@ -27,9 +27,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from macroflow.metrics import jain
 from macroflow.reproductions import Check
-from macroflow.scenario import ScenarioError
 from macroflow.sweeps import Job
-from macroflow.thesis.core import Analysis, FigureSet, base_scenario, draw_arms, job, loads, register, runs_by, start_times
+from macroflow.thesis.core import Analysis, FigureSet, draw_arms, job, loads, register, runs_by, start_times
 
 #: Seed 003 Algorithm 3 in the coupling crate.
 FSE = "simple_passive"
@@ -573,8 +572,9 @@ register(FigureSet(
 
 # --- Fig. 6.11: delayed signalling ---------------------------------------------------------------
 
-#: Arm -> (delay_min_s, delay_max_s): the three of Fig. 6.11 and a 0-ms reference (the text
-#: compares with Figs. 6.8(b) and 6.10(b), "tests without delayed feedback", l. 2296-2297).
+#: Arm -> flow 1's (fse_delay_min_s, fse_delay_max_s): the three of Fig. 6.11 and a 0-ms reference
+#: (the text compares with Figs. 6.8(b) and 6.10(b), "tests without delayed feedback", l. 2296-2297).
+#: Flow 2's delay stays as the scenario file fixes it (none).
 DELAYS = {"0 ms": (0.0, 0.0), "50 ms": (0.05, 0.05), "100 ms": (0.1, 0.1), "1-100 ms": (0.001, 0.1)}
 PANEL = {"0 ms": "reference: no delay", "50 ms": "(a) fixed 50 ms", "100 ms": "(b) fixed 100 ms",
          "1-100 ms": "(c) uniform 1-100 ms"}
@@ -587,7 +587,8 @@ def jobs_6_11(base: Dict[str, Any], seeds: int) -> List[Job]:
     for arm, (lo, hi) in DELAYS.items():
         for s in range(1, seeds + 1):
             d = _vary(base, s)
-            d["groups"][0].update(delay_min_s=lo, delay_max_s=hi)
+            # Only flow 1's signalling is delayed (l. 2291-2294, 2298-2299); flow 2 keeps its own.
+            d["flows"][0].update(fse_delay_min_s=lo, fse_delay_max_s=hi)
             out.append(job({"delay": arm}, d, s))
     return out
 
@@ -601,7 +602,7 @@ def analyse_6_11(runs: List[Dict[str, Any]]) -> Analysis:
         if not rs:
             continue
         ss = [series(r) for r in rs]
-        draw_rates(axes[0][j], ss[0], ["flow 1", "flow 2"], PANEL[arm])
+        draw_rates(axes[0][j], ss[0], ["flow 1 (signalling delayed)", "flow 2"], PANEL[arm])
         axes[0][j].set_xlabel("time (s)")
         if j:
             axes[0][j].set_ylabel("")
@@ -630,20 +631,19 @@ def analyse_6_11(runs: List[Dict[str, Any]]) -> Analysis:
             _range(spread, "{:.4f}") + " (|r1 - r2| / (r1 + r2))", False,
             "Not counted: \"slightly\" has no number; compare with the 0-ms row of the table.", info=True))
     finish(fig, axes)
-    a.figures.append(("6.11", fig, "sending rates of the two coupled GCC flows (seed 1) with the signalling between each flow "
-                                   "and the FSE delayed: none (reference), fixed 50 ms (a), fixed 100 ms (b), uniform "
-                                   "1-100 ms (c)"))
+    a.figures.append(("6.11", fig, "sending rates of the two coupled GCC flows (seed 1) with the signalling between flow 1 "
+                                   "and the FSE delayed (flow 2's not): none (reference), fixed 50 ms (a), fixed 100 ms (b), "
+                                   "uniform 1-100 ms (c)"))
     a.table = {"title": "Our numbers (means over seeds; the dissertation gives none)",
                "columns": ["signalling delay", "flow 1 / flow 2 received rate", "mean |r1 - r2| / (r1 + r2) per 1 s",
                            "received / capacity"],
                "rows": rows}
     a.notes.append(
-        "Which flows are delayed differs from the dissertation. It delays only flow 1's signalling with the FSE and keeps "
-        "flow 2's \"fixed\" (l. 2292-2294, at a value it does not give). The simulator delays each flow's messages by that "
-        "flow's own coupling delay (crates/sim engine/media_flows.rs fse_delay), but a scenario file gives the delay per FSE "
-        "group (groups.delay_min_s/delay_max_s) and scenario.run gives it to every flow of the group: here both flows' "
-        "UPDATEs and the FSE's answers are delayed (each message drawn anew in the uniform case). A symmetric delay is the "
-        "easier case for fairness; a per-flow delay in the scenario format would allow the dissertation's asymmetric one.")
+        "As in the dissertation, only flow 1's signalling with the FSE is delayed (l. 2291-2294, 2298-2299); flow 2's is "
+        "\"fixed\" at a value the text does not give, and we take none (0 ms). Flow 1's delay applies to each of its "
+        "messages, its UPDATEs to the FSE and the FSE's answers to it (the simple passive FSE answers only the flow that "
+        "updated), each drawn anew in the uniform case; so flow 1 takes the FSE's rate one signalling round trip (2 x the "
+        "delay) after the UPDATE it answers, flow 2 at once. Whether the dissertation delayed both directions is not said.")
     return a
 
 
@@ -658,10 +658,12 @@ register(FigureSet(
           "Fig. 6.11(c) demonstrates the robustness of the FSE as the flows can achieve a fair rate allocation even with "
           "delayed feedback.\" (seed 003 l. 2294-2302)",
     setting="Dumbbell with 2 pairs, 3 Mbit/s (l. 2294), one-way delay 50 ms, queue for 300 ms (94 packets of 1200 bytes), "
-            "2 GCC flows coupled by the passive FSE with the signalling delayed by a fixed 50 ms, a fixed 100 ms, or uniformly "
+            "2 GCC flows coupled by the passive FSE, flow 1's signalling delayed by a fixed 50 ms, a fixed 100 ms, or uniformly "
             "in [1, 100] ms per message (the caption says 1-100 ms; the figure's axis text, l. 2320-2322, \"between 0 and 100 "
-            "ms\"), and a 0-ms reference. The delay applies to both flows (see the note), where the dissertation delays only "
-            "flow 1's. Duration 100 s (not stated). Single runs in the dissertation; we draw seed 1 and check 10 seeds.",
+            "ms\"), and a 0-ms reference. As in the dissertation only flow 1's signalling is delayed (its UPDATEs and the "
+            "FSE's answers to it; a flow's own fse_delay_min_s/fse_delay_max_s); flow 2's is \"fixed\" (l. 2293-2294) at a "
+            "value the text does not give: we take 0 ms. Duration 100 s (not stated). Single runs in the dissertation; we "
+            "draw seed 1 and check 10 seeds.",
     base="thesis_6_11_fse_delay.toml", jobs=jobs_6_11, analyse=analyse_6_11, seeds=10,
     environment="Chromium 47's WebRTC simulator (GCC; seed 003 l. 196-197, 1832-1833)",
 ))
@@ -692,25 +694,51 @@ def jobs_6_3(base: Dict[str, Any], seeds: int) -> List[Job]:
     return out
 
 
+def tcp_flows(run: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The two TCP flows' rows of the run's flows table (flow 1, the short RTT, first)."""
+    return sorted(loads(run)["flows"].to_pylist(), key=lambda f: f["flow"])
+
+
 def tcp_goodputs(run: Dict[str, Any]) -> List[float]:
     """The two TCP flows' goodputs over the run (flow 1, the short RTT, first)."""
-    return [f["goodput_bps"] for f in sorted(loads(run)["flows"].to_pylist(), key=lambda f: f["flow"])]
+    return [f["goodput_bps"] for f in tcp_flows(run)]
+
+
+def _lag_note(per_flow: Dict[str, Dict[float, Dict[str, List[float]]]], r: float) -> str:
+    """How the long-RTT flow fares at ratio `r` coupled against uncoupled (the mechanism behind the
+    FSE's unfairness there), from the runs' per-flow counts; empty without both arms."""
+    if r not in per_flow.get(FSE, {}) or r not in per_flow.get("none", {}):
+        return ""
+    c, u = per_flow[FSE][r], per_flow["none"][r]
+    return (f"How, at ratio {r}: once per its own round trip the long-RTT flow sets cwnd = FSE_R x SRTT from the FSE's "
+            "answer (half the sum the short-RTT flow's far more frequent reports keep moving), so its window moves in "
+            "large steps it sends as bursts into the "
+            f"13-packet queue (largest burst {c['max_burst_pkts'][1]:.0f} packets coupled, {u['max_burst_pkts'][1]:.0f} "
+            f"uncoupled; means over seeds) and loses far more than uncoupled ({c['retransmits'][1]:.0f} retransmits and "
+            f"{c['timeouts'][1]:.0f} timeouts per run, against {u['retransmits'][1]:.0f} and {u['timeouts'][1]:.0f}); in "
+            "loss recovery it calls no UPDATE, and the FSE's sum moves with the short-RTT flow's reports alone.")
 
 
 def analyse_6_3(runs: List[Dict[str, Any]]) -> Analysis:
     a = Analysis()
     pts: Dict[str, Dict[float, List[float]]] = {}
     short_share: Dict[str, Dict[float, float]] = {}
+    #: arm -> ratio -> per flow (mean over seeds): retransmits, timeouts, measured mean RTT (s).
+    per_flow: Dict[str, Dict[float, Dict[str, List[float]]]] = {}
     for arm, label in TCP_ARMS.items():
         for r in RTT_RATIOS:
             rs = runs_by(runs, coupling=arm, rtt_ratio=r)
             if rs:
-                g = [tcp_goodputs(x) for x in rs]
+                fl = [tcp_flows(x) for x in rs]
+                g = [[f["goodput_bps"] for f in x] for x in fl]
                 pts.setdefault(label, {})[r] = [jain(x) for x in g]
                 short_share.setdefault(arm, {})[r] = statistics.fmean(x[0] / sum(x) for x in g)
+                per_flow.setdefault(arm, {})[r] = {
+                    k: [statistics.fmean(float(x[i][k]) for x in fl) for i in range(2)]
+                    for k in ("retransmits", "timeouts", "mean_rtt_s", "max_burst_pkts")}
     fig, ax = _grid(1, 1, 5.0, 3.2)
     ax = ax[0][0]
-    draw_arms(ax, pts, "RTT ratio (flow 2's RTT / flow 1's, flow 1: 10 ms)", "Jain's fairness index")
+    draw_arms(ax, pts, "RTT ratio (flow 2's base RTT / flow 1's, flow 1: 10 ms)", "Jain's fairness index")
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(RTT_RATIOS), [str(r) for r in RTT_RATIOS])
     fig.tight_layout()
@@ -728,13 +756,38 @@ def analyse_6_3(runs: List[Dict[str, Any]]) -> Analysis:
             "\"TCP's fairness deteriorates as the flow RTT ratio decreases\" (caption; our ratio is long over short, see "
             f"the note): mean Jain's index at the largest ratio ({hi_r}) at least 0.05 below ratio 1",
             f"{means[hi_r]:.4f} at {hi_r} vs {means[lo_r]:.4f} at 1; flow 1 (the short RTT) gets "
-            f"{short_share[FSE][hi_r]:.0%} of the goodput at {hi_r}", means[hi_r] <= means[lo_r] - 0.05))
+            f"{short_share[FSE][hi_r]:.0%} of the goodput at {hi_r}", means[hi_r] <= means[lo_r] - 0.05,
+            _lag_note(per_flow, hi_r)))
         steps = list(means.values())
         rises = [b - x for x, b in zip(steps, steps[1:])]
+        ok = all(x <= 0.02 for x in rises)
+        note = ""
+        # Ratios at which the longer-RTT flow (flow 2) gets more, coupled and uncoupled alike: the
+        # index dips there for another reason than the FSE's lag, which favours the short-RTT flow.
+        flipped = [r for r, x in sorted(short_share[FSE].items())
+                   if r > 1 and x < 0.5 and short_share.get("none", {}).get(r, 0.0) < 0.5]
+        if not ok and flipped:
+            pf, pu = per_flow[FSE], per_flow["none"]
+            note = (
+                "The index dips before it falls: at RTT ratio " + ", ".join(str(r) for r in flipped) + " the longer-RTT "
+                "flow gets more (flow 1's share " + ", ".join(f"{short_share[FSE][r]:.0%}" for r in flipped) + "), because "
+                "the drop-tail queue's losses fall on flow 1 (retransmits per run, flow 1 / flow 2: "
+                + ", ".join(f"{pf[r]['retransmits'][0]:.0f} / {pf[r]['retransmits'][1]:.0f}" for r in flipped)
+                + "; timeouts " + ", ".join(f"{pf[r]['timeouts'][0]:.0f} / {pf[r]['timeouts'][1]:.0f}" for r in flipped)
+                + "). The uncoupled flows show the same at these ratios, stronger (flow 1's share "
+                + ", ".join(f"{short_share['none'][r]:.0%}" for r in flipped) + ", retransmits "
+                + ", ".join(f"{pu[r]['retransmits'][0]:.0f} / {pu[r]['retransmits'][1]:.0f}" for r in flipped)
+                + "): a phase effect of two ack-clocked flows at a 13-packet drop-tail queue, in which the flow whose "
+                "packets meet the full queue is the same one time after time (Floyd and Jacobson's traffic phase "
+                "effects), not the FSE's lag. The passive FSE narrows it (it gives both flows the same rate at their next "
+                "UPDATE) but cannot undo it, as flow 1 calls no UPDATE while in loss recovery."
+                + f" The lag the dissertation describes shows at ratio {hi_r}, where the short-RTT flow gets "
+                f"{short_share[FSE][hi_r]:.0%}. The text gives no RTTs and the figure's values are not in it, so whether "
+                "the dissertation's ns-2 runs had such a dip cannot be told.")
         a.checks.append(Check(
             "Fig. 6.3: no recovery at larger ratios",
             "mean Jain's index never rises by more than 0.02 from one ratio to the next",
-            ", ".join(f"{r}: {m:.4f}" for r, m in means.items()), all(x <= 0.02 for x in rises)))
+            ", ".join(f"{r}: {m:.4f}" for r, m in means.items()), ok, note))
     u = pts.get(TCP_ARMS["none"], {})
     longer_wins = [r for r, x in sorted(short_share.get("none", {}).items()) if r > 1 and x < 0.5]
     if u:
@@ -751,24 +804,31 @@ def analyse_6_3(runs: List[Dict[str, Any]]) -> Analysis:
         "The caption says fairness deteriorates as the RTT ratio \"decreases\" (l. 2022-2024), the text that the cause is "
         "large RTT differences (l. 1934-1940). We draw the ratio as the long RTT over the short one (>= 1), so fairness is "
         "expected to fall as it grows; the caption's ratio must be the short RTT over the long one.")
+    if FSE in per_flow:
+        rtts = per_flow[FSE]
+        a.notes.append(
+            "The x axis is the ratio of the base RTTs. A full 13-packet queue at 3 Mbit/s holds 52 ms of 1500-byte "
+            "packets, more than flow 1's base RTT of 10 ms, so the RTTs the flows measure differ far less than their base "
+            "RTTs (coupled, mean measured RTT flow 2 / flow 1: "
+            + ", ".join(f"{r}: {x['mean_rtt_s'][1] / x['mean_rtt_s'][0]:.1f}" for r, x in sorted(rtts.items()))
+            + "; see the table).")
+    rows = []
+    for arm, label in TCP_ARMS.items():
+        for r, x in sorted(per_flow.get(arm, {}).items()):
+            rows.append([label, str(r), f"{x['mean_rtt_s'][0] * 1e3:.0f} / {x['mean_rtt_s'][1] * 1e3:.0f}",
+                         f"{statistics.fmean(pts[label][r]):.4f}", f"{short_share[arm][r]:.0%}",
+                         f"{x['retransmits'][0]:.0f} / {x['retransmits'][1]:.0f}",
+                         f"{x['timeouts'][0]:.1f} / {x['timeouts'][1]:.1f}",
+                         f"{x['max_burst_pkts'][0]:.0f} / {x['max_burst_pkts'][1]:.0f}"])
+    a.table = {"title": "Our numbers (means over seeds; the dissertation gives none)",
+               "columns": ["arm", "base RTT ratio", "measured mean RTT, flow 1 / flow 2 (ms)", "Jain's index",
+                           "flow 1's share of the goodput", "retransmits, flow 1 / flow 2", "timeouts, flow 1 / flow 2",
+                           "largest burst, flow 1 / flow 2 (packets)"],
+               "rows": rows}
     return a
 
 
-def tcp_fse_supported() -> Optional[str]:
-    """None if TCP flows can be coupled to an FSE group (the interface Fig. 6.3 needs): the scenario
-    file validates and the simulator built has the call that couples them; otherwise why not."""
-    try:
-        base_scenario(FIG_6_3.base)
-    except ScenarioError as e:
-        return str(e)
-    from macroflow.sim import Simulation
-
-    if not hasattr(Simulation, "couple_tcp_fse"):
-        return "the simulator extension has no Simulation.couple_tcp_fse (built before TCP flows could join an FSE group)"
-    return None
-
-
-FIG_6_3 = FigureSet(
+FIG_6_3 = register(FigureSet(
     name="6.3", chapter=6,
     captions={"6.3": "Jain's fairness index [20] for two TCP flows with heterogeneous RTTs coupled with the passive FSE. "
                      "TCP's fairness deteriorates as the flow RTT ratio decreases due to the lag in adopting the FSE assigned "
@@ -781,15 +841,12 @@ FIG_6_3 = FigureSet(
           "priority).\" (seed 003 l. 1933-1941)",
     setting="Dumbbell, 3 Mbit/s, drop-tail queue of 13 packets (l. 1937-1938), two NewReno flows of priority 1 coupled by "
             "the passive FSE (Algorithm 3; once per round trip, outside loss recovery, a TCP flow calls UPDATE with "
-            "CC_R = cwnd x MSS / SRTT and sets cwnd = FSE_R x SRTT / MSS from the answer: crates/sim engine/tcp_flows/fse.rs). The RTTs are not given: flow 1 has 10 ms (the RTT of the chapter-5 dumbbell the "
-            "13-packet queue comes from, l. 1487), flow 2 has 1, 2, 4, 8, 16 times that. An uncoupled arm is added for "
-            "reference. Duration 100 s (not stated); Jain's index of the two flows' goodputs over the run; 10 seeds with "
+            "CC_R = cwnd x MSS / SRTT and sets cwnd = FSE_R x SRTT / MSS from the answer: crates/sim "
+            "engine/tcp_flows/fse.rs). The receivers ACK every segment, as ns-2's default TCPSink (the text names no sink; "
+            "the simulator's default would delay ACKs). The RTTs are not given: flow 1 has a base RTT of 10 ms (the RTT of "
+            "the chapter-5 dumbbell the 13-packet queue comes from, l. 1487), flow 2 has 1, 2, 4, 8, 16 times that. An "
+            "uncoupled arm is added for reference. Duration 100 s (not stated); Jain's index of the two flows' goodputs over the run; 10 seeds with "
             "start times over the first second.",
     base="thesis_6_3_tcp_passive.toml", jobs=jobs_6_3, analyse=analyse_6_3, seeds=10,
     environment="ns-2 simulation",
-)
-
-# The set is registered once the simulator can couple TCP flows to an FSE group; until then its
-# scenario file does not validate and `macroflow reproduce thesis` would stop at it.
-if tcp_fse_supported() is None:
-    register(FIG_6_3)
+))
