@@ -1,8 +1,9 @@
 """Seed 003 chapters 7 and 9 reproduced (macroflow.thesis.ch7, ch9): every set's runs build and
 validate, each set's analysis runs on real runs (one seed, some shortened) and returns checks that
-name their tolerance, and the couplers do what the checks rely on: Algorithm 4 removes the joining
-burst, ctrlTCP halves the aggregate once where EFCM does not, E-TCP's timeout drags the other
-connection into slow start, priorities split the window, and the two VMs' aggregates are equal."""
+name their tolerance, and the couplers do what the checks rely on: the dissertation's ctrlTCP
+without ack-clocking bursts a joiner's share and loses packets where Algorithm 4 does not,
+ctrlTCP halves the aggregate once where EFCM does not, priorities split the window, the two VMs'
+aggregates are equal, and the receiver's delayed ACKs are what lengthens a small window's RTT."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def _job(name, **params):
 
 def test_the_sets_are_registered_with_their_figures():
     assert set(SETS) == set(NAMES)
-    assert SETS["7.2"].figures == ["7.2", "9.7"] and SETS["7.2"].chapter == 7
+    assert SETS["7.2"].figures == ["7.2", "9.7", "9.8"] and SETS["7.2"].chapter == 7
+    assert core.set_of("thesis-fig-9.8") == [SETS["7.2"]]
     assert SETS["9.9"].figures == ["9.9", "9.10", "9.11", "9.12"]
     assert SETS["9.13"].figures == ["9.13", "3.1"]
     assert core.set_of("thesis-fig-3.1") == [SETS["9.13"]] and core.set_of("thesis-fig-9.7") == [SETS["7.2"]]
@@ -53,12 +55,33 @@ def test_jobs_build_and_validate(name):
 
 
 def test_grid_sizes():
-    assert len(_jobs("7.1")) == 3 * 2  # three arms, each also stopped before the join
-    assert len(_jobs("7.2")) == 10 * 3 + 10  # capacities x arms, plus the literal 25 Mbit flow per capacity
+    assert len(_jobs("7.1")) == 4 * 2  # four arms, each also stopped before the join
+    # capacities x (4 arms with an ACK per segment + 3 with delayed ACKs), plus the literal 25 Mbit flow per capacity
+    assert len(_jobs("7.2")) == 10 * (4 + 3) + 10
     assert len(_jobs("9.2")) == 5 * 2
     assert len(_jobs("9.5")) == 3 * 6
-    assert len(_jobs("9.9")) == 6 * 2 + 4  # 1:1 is the 2-connection ctrlTCP point
+    assert len(_jobs("9.6")) == 2  # the two receivers
+    # delayed ACKs: 6 x 2 arms + 4 ratios (1:1 is the 2-connection ctrlTCP point); an ACK per segment:
+    # ctrlTCP 1-6, one connection alone, 4 ratios
+    assert len(_jobs("9.9")) == 6 * 2 + 4 + 6 + 1 + 4
     assert len(_jobs("9.13")) == 4 * 2
+
+
+def test_arms_and_receivers_are_what_the_text_ran():
+    """The dissertation's ctrlTCP without ack-clocking is ccc with an unbounded burst limit; the ns-2
+    sets' receivers acknowledge every segment, the testbed's (9.9, 9.13) delay ACKs."""
+    burst = _job("7.1", coupling=ch7.BURST, part="run").scenario.groups[0]
+    assert (burst.kind, burst.max_burst_pkts) == ("ccc", 1e6)
+    plain = _job("7.1", coupling=ch7.WITHOUT, part="run").scenario.groups[0]
+    assert (plain.kind, plain.max_burst_pkts) == ("ccc", 0.0)
+    for name, params in (("7.1", {}), ("9.3", {}), ("9.2", {}), ("9.5", {}), ("7.2", {"receiver": ch7.ACK_EACH})):
+        assert all(not f.delayed_ack for f in _job(name, **params).scenario.flows if f.type == "tcp"), name
+    assert all(f.delayed_ack for f in _job("7.2", receiver=ch7.DELAYED).scenario.flows)
+    assert all(f.delayed_ack for f in _job("9.9", receiver=ch7.DELAYED).scenario.flows if f.type == "tcp")
+    assert all(f.delayed_ack for f in _job("9.13").scenario.flows)
+    assert all(f.delayed_ack for f in _job("9.6").scenario.flows)  # the checks' run; the other is ch7.ACK_EACH
+    with pytest.raises(ValueError, match="receiver"):
+        ch7.set_receiver({"flows": []}, "sometimes")
 
 
 def test_scenario_files_state_the_dissertations_settings():
@@ -94,16 +117,36 @@ def test_fig_9_2_losses_hit_connection_1_only():
     assert links[0].queue["kind"] == "loss_period" and all(l.queue is None for l in links[1:])
 
 
-def test_ack_clocking_removes_the_joining_burst():
-    """Fig. 7.1: with Algorithm 4 the joiners never send more than 3 segments at once and nothing is
-    lost after the joins; without it a joiner sends its 10-segment initial window at once."""
-    with_ = run(_job("7.1", coupling="ccc_handover", part="run").scenario)
-    without = run(_job("7.1", coupling="ccc", part="run").scenario)
-    before = run(_job("7.1", coupling="ccc_handover", part="before").scenario)
-    joiners = [f for f in with_["flows"].to_pylist() if f["flow"] != 0]
-    assert max(f["max_burst_pkts"] for f in joiners) <= 3
-    assert with_["links"].to_pylist()[0]["dropped_pkts"] == before["links"].to_pylist()[0]["dropped_pkts"]
-    assert max(f["max_burst_pkts"] for f in without["flows"].to_pylist() if f["flow"] != 0) == 10
+def _drops_after_join(coupling):
+    run_ = run(_job("7.1", coupling=coupling, part="run").scenario)
+    before = run(_job("7.1", coupling=coupling, part="before").scenario)
+    drops = run_["links"].to_pylist()[0]["dropped_pkts"] - before["links"].to_pylist()[0]["dropped_pkts"]
+    return drops, max(f["max_burst_pkts"] for f in run_["flows"].to_pylist() if f["flow"] != 0)
+
+
+def test_ack_clocking_removes_the_joining_burst_and_its_losses():
+    """Fig. 7.1: without ack-clocking (the share handed over at once) connection 2 sends half of a
+    100-odd packet aggregate as one burst and the bottleneck drops packets after the join; with
+    Algorithm 4 the joiners never send more than 3 segments at once and nothing is lost; our
+    burst-limited ccc's joiner sends its 10-segment initial window and no more."""
+    drops, burst = _drops_after_join(ch7.BURST)
+    assert drops > 0 and burst >= 40
+    drops, burst = _drops_after_join(ch7.WITH)
+    assert drops == 0 and burst <= 3
+    assert _drops_after_join(ch7.WITHOUT)[1] == 10
+
+
+def test_delayed_acks_lengthen_the_small_windows_rtt():
+    """Fig. 9.12's explanation, measured: at priorities 5:1 the small window's mean RTT is over 10 %
+    longer than the large one's when the receivers delay ACKs, and within 3 % with an ACK per
+    segment (the windows are the same; the delayed-ACK timer holds the small window's ACKs)."""
+    def rtts(receiver):
+        j = _job("9.9", priority_ratio=5, receiver=receiver)
+        f = sorted(run(j.scenario)["flows"].to_pylist(), key=lambda x: x["flow"])
+        return f[1]["mean_rtt_s"] / f[0]["mean_rtt_s"]
+
+    assert rtts(ch7.DELAYED) > 1.10
+    assert rtts(ch7.ACK_EACH) == pytest.approx(1.0, abs=0.03)
 
 
 def _cwnds(tables, t0, t1):
