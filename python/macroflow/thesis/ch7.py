@@ -809,4 +809,5 @@ register(FigureSet(
     environment=("ns-2 simulation (TCP-Linux module) for Figs. 7.2 and 9.7; Fig. 9.8: emulation on the FreeBSD 11 testbed "
                  "(6, 8, 10 Mbit/s), which `macroflow reproduce thesis-9.3-linux` runs on real Linux TCP with "
                  "macroflow_ccc"),
+    linux="thesis-9.3-linux",
 ))

@@ -603,6 +603,7 @@ register(FigureSet(
     analyse=_analyse_96,
     seeds=1,
     environment="not stated (ns-2 with TCP-Linux, or the FreeBSD 11 testbed of sec. 9.3)",
+    linux="thesis-9.3-linux",
 ))
 
 
@@ -827,6 +828,7 @@ register(FigureSet(
     seeds=10,
     environment=("emulation: FreeBSD 11 kernels on a CORE-emulated dumbbell (Figs. 9.9-9.11), and ns-2 for Fig. 9.12 too; "
                  "`macroflow reproduce thesis-9.3-linux` runs the same scenarios on real Linux TCP with macroflow_ccc"),
+    linux="thesis-9.3-linux",
 ))
 
 
@@ -954,4 +956,7 @@ register(FigureSet(
     analyse=_analyse_913,
     seeds=10,
     environment="FreeBSD 11 kernels in two VirtualBox VMs with ctrlTCP's state shared across the hypervisor (emulation)",
+    # The two VMs become two sender namespaces whose connections share one macroflow_ccc group
+    # (the kernel's maps are the hypervisor's shared state).
+    on_linux=True,
 ))
