@@ -211,6 +211,10 @@ def test_a_flows_own_fse_delay_replaces_the_groups(monkeypatch):
             seen.append((flow, delay_min_s, delay_max_s))
             return self._s.couple_media(flow, group, priority, delay_min_s=delay_min_s, delay_max_s=delay_max_s)
 
+        def couple_tcp_fse(self, flow, group, priority, delay_min_s=0.0, delay_max_s=0.0):
+            seen.append(("tcp", flow, delay_min_s, delay_max_s))
+            return self._s.couple_tcp_fse(flow, group, priority, delay_min_s=delay_min_s, delay_max_s=delay_max_s)
+
     Real = scen.Simulation
     monkeypatch.setattr(scen, "Simulation", Spy)
     text = """
@@ -236,6 +240,10 @@ group = "g"
 """
     run(parse(text, "f.toml"))
     assert seen == [(0, 0.001, 0.1), (1, 0.01, 0.01)]
+    seen.clear()
+    tcp = text.replace('type = "media"', 'type = "tcp"')
+    run(parse(tcp, "t.toml"))
+    assert seen == [("tcp", 0, 0.001, 0.1), ("tcp", 1, 0.01, 0.01)]
 
 
 @pytest.mark.parametrize("extra, needle", [

@@ -164,6 +164,13 @@ def test_media_flows_and_fse_from_python():
         s.add_fse_group("fancy")
     with pytest.raises(SimulationError, match="delay_max"):
         s.couple_media(v, g, 1.0, delay_min_s=0.1, delay_max_s=0.05)
+    # One FSE group per flow: a second coupling is refused (it left the first group claimed and
+    # sent the flow's messages to a group it never registered with).
+    g2 = s.add_fse_group("passive")
+    with pytest.raises(SimulationError, match="one FSE group per flow"):
+        s.couple_media(ids[0], g2, 1.0)
+    t = s.add_tcp_flow(d["senders"][0], d["receivers"][0], start_s=61.0)
+    s.couple_tcp_fse(t, g2, 1.0)  # g2 is not held for media flows by the refused coupling
 
 
 def test_every_table_has_one_fixed_schema(tmp_path):

@@ -197,8 +197,11 @@ fn priorities_split_the_rate_and_a_change_moves_the_split() {
         let split = |a: u64, b: u64| (bytes(1, b) - bytes(1, a)) / (bytes(0, b) - bytes(0, a));
         let (before, after) = (split(10, 60), split(70, 120));
         println!("{name}: goodput ratio {before:.3} at priorities 1 : 0.5, {after:.3} at 1 : 1");
-        // Within 10%, as equal priorities share (see the test above).
-        assert!((before / 0.5 - 1.0).abs() < 0.1, "{name}: {before}");
+        // Within 10%, as equal priorities share (see the test above); 15% for the passive
+        // algorithms, which answer a flow only at its own UPDATE (simple_passive gave 0.555 once
+        // flows registered at their first RTT sample, 0.5 +- 0.05 before).
+        let tol = if algorithm.is_active() { 0.1 } else { 0.15 };
+        assert!((before / 0.5 - 1.0).abs() < tol, "{name}: {before}");
         assert!((after - 1.0).abs() < 0.1, "{name}: {after}");
         let v = sim.fse_group(g).unwrap().flows();
         assert_eq!(v.len(), 2);
@@ -206,7 +209,7 @@ fn priorities_split_the_rate_and_a_change_moves_the_split() {
     }
 }
 
-/// A flow registers when it starts and leaves when its transfer is acknowledged; the other flow
+/// A flow registers at its first RTT sample and leaves when its transfer is acknowledged; the other flow
 /// then has the bottleneck. With signalling delays (seed 003 Fig. 6.11) every message arrives
 /// later, and nothing is refused.
 #[test]
@@ -234,7 +237,9 @@ fn flows_register_and_leave_with_and_without_signalling_delays() {
                 sim.fse_group(g).unwrap().is_empty(),
                 "{name}: none registered yet"
             );
-            sim.run_until(Instant::from_millis(1500));
+            // Each registers at its first RTT sample (the short flow's first ACK waits behind
+            // the bulk flow's queue).
+            sim.run_until(Instant::from_millis(3000));
             assert_eq!(sim.fse_group(g).unwrap().len(), 2, "{name}");
             sim.run_until(Instant::from_secs(40));
             let r = sim.results();
@@ -360,5 +365,55 @@ fn measure_jain_over_rtt_ratios() {
             line += &format!("  {} {mean:.3}", a.map_or("uncoupled", |a| a.name()));
         }
         println!("{line}");
+    }
+}
+
+/// A flow joining a running one must not hand it an oversized window (issue 18's review): the
+/// joiner registered at its initial window over the path's propagation RTT, many times the
+/// bottleneck on a short path, and the running flow got a share of that, turned into a window
+/// with its own queue-inflated RTT (17 -> 38 segments here; thousands on a 0.4 ms path). It now
+/// registers at its first RTT sample, with its window over that RTT.
+#[test]
+fn a_joining_flow_does_not_inflate_the_running_flows_window() {
+    for (bn_us, acc_us, queue) in [(1000u64, 2000u64, 13usize), (100, 50, 100), (0, 0, 100)] {
+        for alg in [
+            Algorithm::Active,
+            Algorithm::SimplePassive,
+            Algorithm::Passive,
+            Algorithm::ConservativeActive,
+        ] {
+            let mut net = Network::default();
+            let mut cfg = DumbbellConfig::dissertation(2);
+            cfg.bottleneck.rate_bps = 3_000_000;
+            cfg.bottleneck.delay = Duration::from_micros(bn_us);
+            cfg.bottleneck.queue = QueueConfig::drop_tail_pkts(queue);
+            cfg.access_delays = vec![Duration::from_micros(acc_us); 2];
+            let d = dumbbell(&mut net, &cfg).unwrap();
+            let mut sim = Sim::new(net, 1).unwrap();
+            let g = sim.add_fse_group(alg);
+            for i in 0..2 {
+                let mut c = TcpFlowConfig::bulk(d.senders[i], d.receivers[i]);
+                c.start = Instant::from_secs(5 * i as u64);
+                let f = sim.add_tcp_flow(c).unwrap();
+                sim.couple_tcp_fse(f, fse(g, 1.0)).unwrap();
+            }
+            sim.sample_every(Duration::from_millis(5), &[]).unwrap();
+            sim.run_until(Instant::from_secs(10));
+            let r = sim.results();
+            let max_cwnd = |a: u64, b: u64| {
+                r.flow_samples
+                    .iter()
+                    .filter(|s| s.flow == 0 && s.t_ns >= a * 1_000_000 && s.t_ns < b * 1_000_000)
+                    .map(|s| s.cwnd_pkts)
+                    .fold(0.0, f64::max)
+            };
+            let (before, after) = (max_cwnd(3000, 5000), max_cwnd(5000, 8000));
+            assert!(
+                after <= 1.25 * before + 2.0,
+                "{alg:?}, base RTT {} us: the running flow's window went from {before:.1} to {after:.1} at the join",
+                2 * (bn_us + 2 * acc_us)
+            );
+            assert_eq!(sim.coupling_errors(), 0);
+        }
     }
 }

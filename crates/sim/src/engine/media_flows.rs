@@ -135,7 +135,7 @@ impl MediaFlows {
         Ok(i)
     }
 
-    /// Couples a media flow to an FSE group; it registers when it starts.
+    /// Couples a media flow to an FSE group (once); it registers when it starts.
     pub fn couple(
         &mut self,
         flow: u32,
@@ -147,7 +147,19 @@ impl MediaFlows {
         let m = self
             .flows
             .get_mut(flow as usize)
-            .ok_or(SimError::UnknownFlow { name, flow })?;
+            .ok_or(SimError::UnknownFlow {
+                name: name.clone(),
+                flow,
+            })?;
+        // Coupled twice, it would leave the first group claimed for media flows with none in
+        // it, and send its messages to a group it never registered with.
+        if m.fse.is_some() {
+            return Err(SimError::invalid(
+                name,
+                flow,
+                "a media flow not coupled yet (one FSE group per flow)",
+            ));
+        }
         m.fse = Some(c);
         fse.claim(c.group, Members::Media);
         Ok(())

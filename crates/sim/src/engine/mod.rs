@@ -437,8 +437,7 @@ impl Sim {
             }
             Event::Tcp(e) => {
                 let mut cx = ctx!(self);
-                self.tcp
-                    .handle(e, &mut cx, &mut self.tcp_coupling, &mut self.fse);
+                self.tcp.handle(e, &mut cx, &mut self.tcp_coupling);
             }
             Event::Udp(i) => {
                 let mut cx = ctx!(self);

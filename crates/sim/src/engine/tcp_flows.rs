@@ -262,15 +262,9 @@ impl TcpFlows {
         }
     }
 
-    pub fn handle(
-        &mut self,
-        ev: TcpEvent,
-        cx: &mut Ctx,
-        coupling: &mut CouplingGroups,
-        fse: &mut FseSignalling,
-    ) {
+    pub fn handle(&mut self, ev: TcpEvent, cx: &mut Ctx, coupling: &mut CouplingGroups) {
         match ev {
-            TcpEvent::Start(f) => self.start(f, cx, coupling, fse),
+            TcpEvent::Start(f) => self.start(f, cx, coupling),
             TcpEvent::Rto(f) => self.rto(f, cx, coupling),
             TcpEvent::DelAck(f) => {
                 let c = self.flows[f as usize].conn();
@@ -329,13 +323,7 @@ impl TcpFlows {
         }
     }
 
-    fn start(
-        &mut self,
-        f: u32,
-        cx: &mut Ctx,
-        coupling: &mut CouplingGroups,
-        fse: &mut FseSignalling,
-    ) {
+    fn start(&mut self, f: u32, cx: &mut Ctx, coupling: &mut CouplingGroups) {
         let fl = &mut self.flows[f as usize];
         let cfg = self.configs[fl.tcp as usize];
         let ep = Endpoints {
@@ -360,8 +348,8 @@ impl TcpFlows {
             fl.coupling = None; // refused (counted): it runs uncoupled
         }
         fl.state = FlowState::Live(c);
-        // An FSE-coupled flow registers before it sends.
-        self.fse_register(f, cx, fse);
+        // An FSE-coupled flow notes its path's RTT; it registers at its first RTT sample.
+        self.fse_start(f, cx);
         let fl = &mut self.flows[f as usize];
         fl.conn().snd.start(cx.now, cx.out);
         if self.sampled_on {

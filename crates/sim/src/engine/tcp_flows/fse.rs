@@ -4,11 +4,12 @@
 //!
 //! A TCP flow's rate is its window over its RTT. The flow takes part in the FSE as a rate-based
 //! flow does (Fig. 6.2: register, UPDATE with CC_R, apply FSE_R, leave), with the conversions
-//! CC_R = cwnd * MSS / SRTT and cwnd = FSE_R * SRTT / MSS:
+//! CC_R = cwnd * MSS / SRTT (cwnd at most the receive window: what the flow can send) and
+//! cwnd = FSE_R * SRTT / MSS:
 //!
 //! | when | what |
 //! |---|---|
-//! | the flow starts | registers with CC_R of its initial window over the path's RTT (its RTT before the first sample, as a real TCP's handshake gives it one) |
+//! | its first ACK with an RTT sample | registers with CC_R of its window over that RTT (the initial window goes out as an uncoupled flow's would) |
 //! | once per round trip: the first ACK beyond the highest byte sent at the previous UPDATE, in the Open state | UPDATE(CC_R); the answer FSE_R, when it arrives, sets cwnd = max(1, FSE_R * SRTT / MSS); ssthresh stays |
 //! | the transfer is acknowledged | leaves the group |
 //!
@@ -24,6 +25,14 @@
 //! (`transport::vegas`, Linux `beg_snd_nxt`): the first ACK beyond the highest byte sent at the
 //! previous UPDATE. The rounds are the flow's own RTT, queueing included, so a long-RTT flow
 //! updates (and learns the FSE's answer) less often.
+//!
+//! Why not register at the start. A rate needs an RTT, and before the first sample the only one
+//! is the path's propagation delay, without serialisation or queueing: an initial window over it
+//! can be many times the bottleneck (10 segments over a 0.4 ms path: 290 Mbit/s). Added to S_CR,
+//! that rate went to the flows already running as their share, which they turned into windows
+//! with their own, queue-inflated RTTs: a 17-segment window jumped to 38 on a join in Fig. 6.3's
+//! setting, to thousands on a short path (issue 18's review). Every algorithm answers a
+//! registration with the rate it was given, so registering later changes nothing for the joiner.
 //!
 //! Loss recovery. The window is the controller's only in the Open state (in fast recovery and
 //! after a timeout the sender's recovery rules set it). A flow does not update in recovery, and
@@ -53,6 +62,8 @@ pub(super) struct FseSeat {
     c: FseCoupling,
     /// Registered with the group and not left.
     in_fse: bool,
+    /// Registered once (a flow that left does not register again).
+    registered: bool,
     /// The round-trip marker: the highest byte sent at the last UPDATE (0 before the first).
     round_end: u64,
     /// The path's RTT without queueing: the RTT before the flow has a sample.
@@ -111,6 +122,7 @@ impl TcpFlows {
             FseSeat {
                 c,
                 in_fse: false,
+                registered: false,
                 round_end: 0,
                 base_rtt: Duration::ZERO,
             },
@@ -123,9 +135,10 @@ impl TcpFlows {
         ((flow as usize) < self.flows.len()).then(|| self.fse.contains_key(&flow))
     }
 
-    /// A starting flow registers with its group at the rate of its initial window over the path's
-    /// RTT, and applies the answer (all algorithms answer that same rate). Called before it sends.
-    pub(super) fn fse_register(&mut self, f: u32, cx: &mut Ctx, fse: &mut FseSignalling) {
+    /// A starting flow notes its path's RTT without queueing (the RTT of an UPDATE before the
+    /// flow has a sample: after a timeout cleared it). It registers at its first RTT sample
+    /// ([`Self::fse_round`]).
+    pub(super) fn fse_start(&mut self, f: u32, cx: &mut Ctx) {
         let Some(seat) = self.fse.get_mut(&f) else {
             return;
         };
@@ -139,15 +152,27 @@ impl TcpFlows {
             }
         }
         seat.base_rtt = rtt.max(MIN_RTT);
-        let c = fl.conn();
+    }
+
+    /// Registers `f` with its group at CC_R of its window over its first RTT sample, and applies
+    /// the answer (every algorithm answers the rate it was given; applied in case one does not).
+    fn fse_register(&mut self, f: u32, cx: &mut Ctx, fse: &mut FseSignalling) {
+        let Some(seat) = self.fse.get_mut(&f) else {
+            return;
+        };
+        let c = self.flows[f as usize].conn();
+        let Some(rtt) = c.snd.srtt() else { return };
+        seat.registered = true;
+        seat.round_end = c.snd.highest_sent();
+        let rtt = rtt.max(MIN_RTT);
         let mss = c.snd.cfg.mss;
-        let rate = window_rate(c.snd.tp.cwnd, mss, seat.base_rtt);
-        let id = FlowId(u64::from(f));
-        match fse.groups[seat.c.group].register(id, seat.c.priority, rate, cx.now) {
+        let rate = window_rate(c.snd.tp.cwnd.min(c.snd.cfg.rwnd_pkts), mss, rtt);
+        match fse.groups[seat.c.group].register(FlowId(u64::from(f)), seat.c.priority, rate, cx.now)
+        {
             Ok(r) => {
                 seat.in_fse = true;
                 if r != rate {
-                    c.snd.set_cwnd(rate_window(r, mss, seat.base_rtt));
+                    c.snd.set_cwnd(rate_window(r, mss, rtt));
                 }
             }
             Err(_) => fse.errors += 1, // counted; it runs uncoupled
@@ -161,6 +186,11 @@ impl TcpFlows {
             return;
         };
         let c = self.flows[f as usize].conn();
+        if !seat.in_fse && !seat.registered && c.snd.finished_at.is_none() && c.snd.srtt().is_some()
+        {
+            self.fse_register(f, cx, fse);
+            return;
+        }
         if !seat.in_fse
             || c.snd.finished_at.is_some()
             || c.snd.tp.ca_state != CaState::Open
@@ -172,7 +202,7 @@ impl TcpFlows {
         let rtt = c.snd.srtt().unwrap_or(seat.base_rtt).max(MIN_RTT);
         let msg = TcpFseMsg::Update {
             flow: f,
-            cc_rate_bps: window_rate(c.snd.tp.cwnd, c.snd.cfg.mss, rtt),
+            cc_rate_bps: window_rate(c.snd.tp.cwnd.min(c.snd.cfg.rwnd_pkts), c.snd.cfg.mss, rtt),
             rtt,
         };
         let d = seat.c.draw_delay(cx.rng);
