@@ -37,6 +37,21 @@ fn parse_cc(cc: &str) -> PyResult<CcKind> {
     CcKind::from_name(cc).ok_or_else(|| unknown_name("cc", cc, CcKind::names()))
 }
 
+/// A flow's place in an FSE group, its signalling delays checked as durations.
+fn fse_coupling(
+    group: usize,
+    priority: f64,
+    delay_min_s: f64,
+    delay_max_s: f64,
+) -> PyResult<FseCoupling> {
+    Ok(FseCoupling {
+        group,
+        priority,
+        delay_min: secs("delay_min_s", delay_min_s)?,
+        delay_max: secs("delay_max_s", delay_max_s)?,
+    })
+}
+
 fn sim_err(e: SimError) -> PyErr {
     SimulationError::new_err(e.to_string())
 }
@@ -640,12 +655,7 @@ impl PySimulation {
         delay_min_s: f64,
         delay_max_s: f64,
     ) -> PyResult<()> {
-        let c = FseCoupling {
-            group,
-            priority,
-            delay_min: secs("delay_min_s", delay_min_s)?,
-            delay_max: secs("delay_max_s", delay_max_s)?,
-        };
+        let c = fse_coupling(group, priority, delay_min_s, delay_max_s)?;
         self.with_sim(|s| s.couple_media(flow, c))
     }
 
@@ -662,12 +672,7 @@ impl PySimulation {
         delay_min_s: f64,
         delay_max_s: f64,
     ) -> PyResult<()> {
-        let c = FseCoupling {
-            group,
-            priority,
-            delay_min: secs("delay_min_s", delay_min_s)?,
-            delay_max: secs("delay_max_s", delay_max_s)?,
-        };
+        let c = fse_coupling(group, priority, delay_min_s, delay_max_s)?;
         self.with_sim(|s| s.couple_tcp_fse(flow, c))
     }
 

@@ -124,6 +124,19 @@ impl FseSignalling {
     }
 }
 
+/// Who learns a rate from an UPDATE's outcome: every flow of the group for the active
+/// algorithms (their assignments), the updating flow alone for the passive ones.
+pub(crate) fn fse_replies(flow: u32, out: &coupling::fse::Outcome<'_>) -> Vec<(u32, f64)> {
+    if out.assignments.is_empty() {
+        vec![(flow, out.rate_bps)]
+    } else {
+        out.assignments
+            .iter()
+            .map(|a| (a.flow.0 as u32, a.rate_bps))
+            .collect()
+    }
+}
+
 impl FseCoupling {
     /// The signalling delay of one message (drawn if it is a range).
     pub(crate) fn draw_delay(&self, rng: &mut SimRng) -> Duration {

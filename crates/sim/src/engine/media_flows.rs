@@ -2,7 +2,7 @@
 //! controller's rate, with the receiver's feedback carried back as packets; and their coupling
 //! through an FSE group (seed 003 ch. 6, RFC 8699), whose messages travel with a delay.
 
-use super::coupling::{FseMsg, FseSignalling, Members};
+use super::coupling::{fse_replies, FseMsg, FseSignalling, Members};
 use super::fabric::Fabric;
 use super::sched::{Event, Scheduler};
 use super::{check_dscp, check_endpoints, five_tuple_hash, Ctx, Slab};
@@ -259,14 +259,7 @@ impl MediaFlows {
                     fse.errors += 1;
                     return;
                 };
-                let replies: Vec<(u32, f64)> = if out.assignments.is_empty() {
-                    vec![(flow, out.rate_bps)]
-                } else {
-                    out.assignments
-                        .iter()
-                        .map(|a| (a.flow.0 as u32, a.rate_bps))
-                        .collect()
-                };
+                let replies = fse_replies(flow, &out);
                 for (f, r) in replies {
                     let d = self.fse_delay(f, cx);
                     self.post_fse(

@@ -46,7 +46,7 @@
 //! the group, as for media flows; each message takes the coupling's signalling delay (Fig. 6.11).
 
 use super::{Flow, TcpFlows};
-use crate::engine::coupling::{FseMsg, FseSignalling, Members, TcpFseMsg};
+use crate::engine::coupling::{fse_replies, FseMsg, FseSignalling, Members, TcpFseMsg};
 use crate::engine::sched::Event;
 use crate::engine::{Ctx, FseCoupling};
 use crate::error::SimError;
@@ -267,14 +267,7 @@ impl TcpFlows {
                     fse.errors += 1;
                     return;
                 };
-                let replies: Vec<(u32, f64)> = if out.assignments.is_empty() {
-                    vec![(flow, out.rate_bps)]
-                } else {
-                    out.assignments
-                        .iter()
-                        .map(|a| (a.flow.0 as u32, a.rate_bps))
-                        .collect()
-                };
+                let replies = fse_replies(flow, &out);
                 self.fse_answer(&replies, cx, fse);
             }
             TcpFseMsg::Apply { flow, rate_bps } => self.fse_apply(flow, rate_bps, cx),
