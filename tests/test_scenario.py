@@ -44,7 +44,8 @@ def test_every_scenario_feature_has_a_commented_example():
                    'kind = "token_bucket"', 'kind = "wrr"', 'kind = "drr"', 'kind = "loss_period"', 'kind = "random_drop"',
                    'type = "web"', 'type = "udp"', 'type = "media"', "size_bytes", "dscp", "measure_links",
                    "priority_changes", "pauses", "delay_max_s", 'kind = "none"', 'source = "video"', 'source = "app_limited"',
-                   'kind = "self_similar"', 'cc = "cubic"', "duplex", "access", "sample_interval_s"):
+                   'kind = "self_similar"', 'cc = "cubic"', "duplex", "access", "sample_interval_s",
+                   "max_burst_pkts", "delayed_ack", "fse_delay_min_s"):
         assert needle in text, f"no example of {needle}"
     for f in sorted((ROOT / "scenarios").glob("*.toml")):
         assert f.read_text().startswith("#"), f"{f.name} starts with a comment saying what it shows"
