@@ -191,6 +191,13 @@ impl MediaFlows {
             MediaEvent::Send(i, g) => self.send(i, g, cx, fse),
             MediaEvent::SndTimer(i) => {
                 let m = &mut self.flows[i as usize];
+                // An event for a timer since moved earlier (or already served) is stale: serving
+                // it re-armed the timer, and every superseded event started one more
+                // self-repeating chain (RAP's timeout moves earlier as SRTT falls: 59 s of CPU
+                // for 120 s of five flows; issue 18, Figs. 5.1-5.6).
+                if m.snd_timer.is_none_or(|t| t > now) {
+                    return;
+                }
                 m.snd_timer = None;
                 if m.snd.next_timer().is_some_and(|t| t <= now) {
                     let before = m.snd.rate_bps();
@@ -205,6 +212,9 @@ impl MediaFlows {
             }
             MediaEvent::RcvTimer(i) => {
                 let m = &mut self.flows[i as usize];
+                if m.rcv_timer.is_none_or(|t| t > now) {
+                    return; // stale, as above
+                }
                 m.rcv_timer = None;
                 if m.rcv.next_timer().is_some_and(|t| t <= now) {
                     if let Some(fb) = m.rcv.on_timer(now) {
