@@ -239,9 +239,15 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
     t1 = time.monotonic()
     import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     with matplotlib.rc_context({"font.size": 9}):
         a = s.analyse(runs)
         figs = [{"fig": f, "caption": s.captions.get(f, ""), "what": what, "png": _png(fig)} for f, fig, what in a.figures]
+    # pyplot keeps every figure open until closed: a whole thesis run holds hundreds.
+    for _, fig, _ in a.figures:
+        plt.close(fig)
     cost["analysis_s"] = time.monotonic() - t1
     cost["last_s"] = run_s + cost["analysis_s"]
     out = {
