@@ -95,17 +95,19 @@ def test_a_set_runs_reuses_and_resumes(tiny, tmp_path):
     core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
     assert tiny == [2]
     assert json.loads((tmp_path / "fig-99.1" / "result.json").read_text())["cost"]["computed_runs"] == 2
-    # A killed reproduction lost one run: only that one is computed again (the same run, by its
-    # key, so the stored analysis still holds).
+    # A killed reproduction lost one run: only that one is computed again, and analysed again
+    # (on Linux a run computed again is not the same run).
     run = list_runs(tmp_path / "fig-99.1")[0]
     shutil.rmtree(run["path"])
     core.reproduce_thesis("thesis-fig-99.1", out=tmp_path, seeds=1, workers=1)
     assert json.loads((tmp_path / "fig-99.1" / "result.json").read_text())["cost"]["computed_runs"] == 3
     assert len(list_runs(tmp_path / "fig-99.1")) == 2
-    # More seeds: the stored runs are reused, the new ones computed, and the analysis sees all four.
+    assert tiny == [2, 2]
+    # More seeds: the stored runs are reused, the new ones computed, and the analysis sees all
+    # four; the cost is of these runs (the two new ones), not carried over from other runs.
     core.reproduce_thesis("thesis", out=tmp_path, seeds=2, workers=1)
-    assert json.loads((tmp_path / "fig-99.1" / "result.json").read_text())["cost"]["computed_runs"] == 5
-    assert tiny == [2, 4]
+    assert json.loads((tmp_path / "fig-99.1" / "result.json").read_text())["cost"]["computed_runs"] == 2
+    assert tiny == [2, 2, 4]
     with pytest.raises(ValueError, match="seeds"):
         core.reproduce_thesis("thesis", out=tmp_path, seeds=0)
 
@@ -196,10 +198,16 @@ def test_a_set_with_a_testbed_counterpart_runs_on_linux_beside_the_simulator(mon
     page = core.reproduce_thesis("thesis-fig-98.1", out=tmp_path, linux=True)
     assert (tmp_path / "fig-98.1" / "linux" / "result.json").exists()
     html = page.read_text()
-    assert "The same runs on real Linux" in html
+    assert "The same runs on real Linux" in html and "Analysed by older code" not in html
     names = [c["name"] for c in json.loads((tmp_path / "reproduction.json").read_text())["checks"]]
     assert names == ["goodput", "Linux: goodput"]
     assert len(calls) == 2
+    # An edited analysis, run without --linux: the Linux block is shown as stale and not counted.
+    monkeypatch.setattr(core, "_ANALYSIS_VERSION", core._ANALYSIS_VERSION + "-edited")
+    core.reproduce_thesis("thesis-fig-98.1", out=tmp_path)
+    assert "Analysed by older code" in page.read_text()
+    names = [c["name"] for c in json.loads((tmp_path / "reproduction.json").read_text())["checks"]]
+    assert names == ["goodput"]
     monkeypatch.setattr(core, "SETS", [])
     core.register(_tiny_set([]))
     with pytest.raises(ValueError, match="no.*Linux testbed counterpart|none of its figures"):

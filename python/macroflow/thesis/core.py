@@ -226,12 +226,16 @@ def run_set(s: FigureSet, root: pathlib.Path, seeds: Optional[int] = None, worke
     sweep(jobs, d, workers=workers, meta={"name": s.reproduction, "file": s.base, "grid": {}, "seeds": list(range(1, seeds + 1))},
           on_progress=(lambda p: on_progress(s.name + ("/linux" if engine == "linux" else ""), p)) if on_progress else None)
     run_s = time.monotonic() - t0
-    cost = dict((old or {}).get("cost") or {})
+    # The cost of these runs: carried over while they are the same runs (a rebuild or another
+    # seed count makes new ones, whose cost starts again); runs reused cost nothing now.
+    cost = dict((old or {}).get("cost") or {}) if old and old.get("runs") == wanted else {}
     if todo:
-        # Compute time accumulates over interrupted attempts; runs reused cost nothing now.
         cost["computed_runs"] = cost.get("computed_runs", 0) + todo
         cost["compute_s"] = cost.get("compute_s", 0.0) + run_s
-    if old and old.get("runs") == wanted and old.get("version") == _ANALYSIS_VERSION and old.get("seeds") == seeds:
+    # Reused only when nothing was computed now: a run computed again (lost, damaged) is the same
+    # on the simulator, but not on Linux, whose runs are not deterministic.
+    if (old and not todo and old.get("runs") == wanted and old.get("version") == _ANALYSIS_VERSION
+            and old.get("seeds") == seeds):
         old["cost"] = {**cost, "last_s": run_s}
         write_json_atomic(result_file, old)
         return old
@@ -275,13 +279,27 @@ def reproduce_thesis(name: str = "thesis", out: Optional[Union[str, pathlib.Path
     if linux and not any(s.on_linux for s in sets):
         raise ValueError(f"{name}: none of its figures has a Linux testbed counterpart (sets that have one: "
                          f"{', '.join(x.reproduction for x in SETS if x.on_linux) or 'none'})")
-    for s in sets:
-        # Single illustrative runs stay single under --quick.
-        n = seeds if seeds is not None else (min(2, s.seeds) if quick else s.seeds)
-        run_set(s, root, n, workers, on_progress)
-        if linux and s.on_linux:
-            run_set(s, root, seeds if seeds is not None else 1, workers, on_progress, engine="linux")
-    write_pages(root)
+    if linux:
+        # Root, tools, this kernel: before hours of simulator runs, not after them.
+        from macroflow.linux import LinuxEngineError, check
+
+        try:
+            for s in sets:
+                if s.on_linux:
+                    for j in s.jobs(base_scenario(s.base), 1):
+                        check(j.scenario)
+        except LinuxEngineError as e:
+            raise ValueError(f"--linux: {e}") from None
+    try:
+        for s in sets:
+            # Single illustrative runs stay single under --quick.
+            n = seeds if seeds is not None else (min(2, s.seeds) if quick else s.seeds)
+            run_set(s, root, n, workers, on_progress)
+            if linux and s.on_linux:
+                run_set(s, root, seeds if seeds is not None else 1, workers, on_progress, engine="linux")
+    finally:
+        # What is stored is shown, also when a later set failed or the run was interrupted.
+        write_pages(root)
     if name == "thesis":
         return root / "index.html"
     return root / f"chapter-{sets[0].chapter}.html"
@@ -297,13 +315,17 @@ def stored_results(root: pathlib.Path) -> List[Dict[str, Any]]:
             lx = root / f"fig-{s.name}" / "linux" / "result.json"
             if lx.exists():
                 r["on_linux"] = json.loads(lx.read_text())
+                # Analysed by other code than the simulator's result beside it: shown, marked, not
+                # counted (a run without --linux does not redo the Linux leg).
+                r["on_linux"]["stale"] = r["on_linux"].get("version") != r.get("version")
             got.append(r)
     return got
 
 
 def checks_of(results: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """Every check of the results, the Linux engine's (named "Linux: ...") after each set's own."""
-    return [c for r in results for c in list(r["checks"]) + list(r.get("on_linux", {}).get("checks", []))]
+    return [c for r in results for c in list(r["checks"])
+            + ([] if r.get("on_linux", {}).get("stale", True) else list(r["on_linux"]["checks"]))]
 
 
 # --- pages ---------------------------------------------------------------------------------------
@@ -360,6 +382,9 @@ def _set_html(r: Mapping[str, Any], root: Optional[pathlib.Path] = None) -> str:
     if lx:
         out.append(f'<h3>The same runs on real Linux (kernel TCP in network namespaces; {lx["seeds"]} seed'
                    f'{"s" if lx["seeds"] != 1 else ""} per point)</h3>')
+        if lx.get("stale"):
+            out.append('<p class="warn">Analysed by older code than the simulator\'s result above (its checks are not '
+                       f'counted): <code>sudo macroflow reproduce {_esc(r["reproduction"])} --linux</code> runs it again.</p>')
         out.append(f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in lx["checks"]) else "pass"}">'
                    f"{_esc(tally(lx['checks']))}</p>")
         out.append(_checks_table(lx["checks"]))
@@ -437,10 +462,13 @@ def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
             continue
         st = [check_status(c) for c in checks_of([r])]
         cls = "fail" if "FAIL" in st else "pass"
-        text = tally(r["checks"]) + (f"; on Linux: {tally(r['on_linux']['checks'])}" if r.get("on_linux") else "")
+        lx = r.get("on_linux")
+        text = tally(r["checks"]) + (f"; on Linux{' (stale, not counted)' if lx['stale'] else ''}: {tally(lx['checks'])}"
+                                     if lx else "")
         rows.append(f'<tr><td><a href="chapter-{s.chapter}.html#fig-{_esc(s.name)}">{_esc(", ".join(s.figures))}</a></td>'
                     f"<td>{s.chapter}</td><td class=\"muted\">{_esc(_short(s))}</td><td class=\"{cls}\">{_esc(text)}</td>"
-                    f"<td class=\"num\">{_minutes(r.get('cost', {}).get('compute_s', 0.0))}</td>"
+                    f"<td class=\"num\">{_minutes(r.get('cost', {}).get('compute_s', 0.0))}"
+                    + (f" + {_minutes(lx.get('cost', {}).get('compute_s', 0.0))} on Linux" if lx else "") + "</td>"
                     f"<td>{_esc(r['environment'])}</td></tr>")
     cost_rows = "".join(
         f"<tr><td><a href=\"chapter-{ch}.html\">{ch}</a></td><td class=\"num\">{sum(len(r['runs']) for r in rs)}</td>"
@@ -456,7 +484,7 @@ def write_pages(root: pathlib.Path) -> List[pathlib.Path]:
             f'<p class="verdict {"fail" if any(check_status(c) == "FAIL" for c in allc) else "pass"}">{_esc(tally(allc))}</p>',
             "<table><tr><th>figures</th><th>chapter</th><th>what must hold</th><th>checks</th><th>compute</th><th>dissertation's environment</th></tr>"
             + "".join(rows) + "</table>",
-            "<h2>Cost per chapter (this machine)</h2><table><tr><th>chapter</th><th>runs</th><th>computing the runs</th>"
+            "<h2>Cost per chapter (this machine)</h2><table><tr><th>chapter</th><th>runs</th><th>computing the simulator's runs</th>"
             f"<th>last invocation (reused runs cost nothing)</th></tr>{cost_rows}</table>"]
     p = root / "index.html"
     _write(p, _page("Seed 003 reproduced", body))
