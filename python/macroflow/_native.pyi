@@ -654,7 +654,7 @@ class Simulation:
         signalling with the FSE is delayed uniformly in [delay_min_s, delay_max_s]. A group
         couples TCP flows or media flows, not both, and a TCP flow is in one group (an FSE's or
         a TCP coupler's): SimulationError otherwise, with nothing changed."""
-    def add_coupling_group(self, kind: CouplerKind, max_burst_pkts: float = ...) -> int:
+    def add_coupling_group(self, kind: CouplerKind, max_burst_pkts: float = 0.0) -> int:
         """A TCP coupling group; `max_burst_pkts`: segments beyond its flight an answer may let a
         connection send at once (0: never more than its own controller would)."""
     def couple(self, flow: int, group: int, priority: float) -> None: ...
