@@ -676,8 +676,8 @@ impl PySimulation {
         self.with_sim(|s| s.couple_tcp_fse(flow, c))
     }
 
-    /// A coupling group running `kind` (one of `TCP_COUPLER_KINDS`); returns its id.
-    /// A TCP coupling group of `kind`; `max_burst_pkts` is how many segments beyond its flight
+    /// A TCP coupling group running `kind` (one of `TCP_COUPLER_KINDS`); returns its id.
+    /// `max_burst_pkts` is how many segments beyond its flight
     /// an answer may let a connection send at once (0: never more than its own controller would;
     /// seed 003's ctrlTCP without ack-clocking handed a joiner its share as one burst).
     #[pyo3(signature = (kind, max_burst_pkts=0.0))]
