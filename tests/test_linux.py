@@ -251,7 +251,16 @@ def _pair(rate_bps: float, delay_s: float, duration: float, flows: str) -> str:
 def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, tolerance_s: float, tmp_path: pathlib.Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Idle ping RTT through a 10 ms one-way wire, then a bulk TCP flow through it: the rate is
-    carried, and the delay line neither drops nor reorders a frame."""
+    carried, and the delay line neither drops nor reorders a frame.
+
+    Idle, two instruments: the delay line's own lateness (each frame's send against its due time,
+    from the kernel's receive stamp: exactly the wire's part) must be within 0.5 ms for 95 % of
+    the frames each way, and ping's median RTT within two tolerances of 20 ms (end to end: the
+    configured delay is what the path shows). Ping's 95th percentile is shown, not held: it adds
+    both hosts' stacks and ping's own send stamp (taken in userspace before the send) to the
+    wire, and on CI (stop 32, 2 cores) 9 of 100 pings came back 0.9-4.2 ms late where this
+    machine, loaded or not, shows none; ping runs under SCHED_FIFO below the delay line to keep
+    its own scheduling out."""
     monkeypatch.setenv(linux.DELAY_ENV, "delayline")  # the delay line even where netem exists
     sc = parse(_pair(rate_bps, 0.010, 6.0, '[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\ncc = "cubic"\n'))
     p = linux.check(sc)
@@ -260,16 +269,26 @@ def test_delay_line_holds_the_delay_idle_and_carries_the_rate(rate_bps: float, t
         # The agents' epoch is far away: no flow starts while ping measures the idle wire.
         tb.start(time.monotonic_ns() + 600 * 10**9)
         tb.wait_ready(time.monotonic_ns() + 10 * 10**9)
-        out = subprocess.run(["ip", "netns", "exec", tb.ns[0], "ping", "-n", "-c", "100", "-i", "0.01", p.node_addr(1)],
-                             capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run(["ip", "netns", "exec", tb.ns[0], "chrt", "-f", "1", "ping", "-n", "-c", "100", "-i", "0.01",
+                              p.node_addr(1)], capture_output=True, text=True, timeout=60).stdout
+        idle = tb.stop_delay_line()
     assert " 0% packet loss" in out, out
     rtts = sorted(float(x) / 1e3 for x in re.findall(r"time=([\d.]+) ms", out))
     assert len(rtts) == 100, out
     median, p95 = rtts[50], rtts[95]
+    # Idle, the wire's rate does not matter to the delay line: at either rate it holds the
+    # report's own threshold (0.5 ms, at most the tolerance) for 95 % of the frames.
+    (wire,) = idle["wires"]
+    for d in ("ab", "ba"):
+        w = wire[d]
+        assert w["tx_pkts"] >= 100 and w["late_pkts"] <= 0.05 * w["tx_pkts"], (d, w, idle)
+        assert w["own_drops_pkts"] == 0 and w["reordered_pkts"] == 0, w
     # Two directions of 10 ms, each held within the tolerance (serialization of a ping at 10 Mbit/s
-    # adds 0.07 ms each way): the median and the 95th percentile of 100 pings.
+    # adds 0.07 ms each way).
     assert 0.020 <= median < 0.020 + 2 * tolerance_s, out
-    assert p95 < 0.020 + 2 * tolerance_s, out
+    print(f"idle ping RTT: median {median * 1e3:.2f} ms, 95th percentile {p95 * 1e3:.2f} ms; delay line late "
+          f"(> {linux.LATE_THRESHOLD_NS / 1e6:g} ms): {wire['ab']['late_pkts']} + {wire['ba']['late_pkts']} frames, "
+          f"max {max(wire['ab']['max_late_ns'], wire['ba']['max_late_ns']) / 1e6:.2f} ms, sched_fifo {wire['ab']['sched_fifo']}")
     assert _ours() == []
 
     tables = linux.run(sc)
