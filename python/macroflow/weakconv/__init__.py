@@ -1,0 +1,1 @@
+"""Seed 001 (Lautenschlaeger, "The Weak Convergence of TCP Bandwidth Sharing") reproduced."""
