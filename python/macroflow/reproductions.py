@@ -839,6 +839,10 @@ REPRODUCTIONS: Dict[str, Reproduction] = {
 }
 
 
+#: Seed 001 (the weak convergence of TCP bandwidth sharing), see :mod:`macroflow.weakconv`.
+WEAK_CONVERGENCE = "weak-convergence"
+
+
 def reproduce(
     name: str,
     out: Optional[Union[str, pathlib.Path]] = None,
@@ -854,6 +858,15 @@ def reproduce(
     writes ``reproduction.json`` and ``report.html`` there; returns the report's path. `quick`
     uses the reproduction's smaller seed count and duration (for a first look; say so when citing).
     `linux` (thesis names only): also run the figures that have a Linux testbed counterpart there."""
+    if name == WEAK_CONVERGENCE:
+        # Seed 001 (macroflow.weakconv): the Markov model, the 12-hour runs and the arms beyond it.
+        from macroflow.weakconv import reproduce_weak_convergence
+
+        if seeds is not None or duration_s is not None or ray is not None or linux:
+            raise ValueError(f"{name}: the paper's 12-hour runs have fixed seeds and durations and run in local processes "
+                             "(no --seeds, --duration, --ray or --linux; --quick for 1-hour runs)")
+        return reproduce_weak_convergence(out, quick=quick, workers=workers,
+                                          on_progress=(lambda p: on_progress("runs", p)) if on_progress else None)
     if name not in REPRODUCTIONS and name.startswith("thesis"):
         # Seed 003 figure by figure (macroflow.thesis): thesis, thesis-chN, thesis-fig-X.Y.
         from macroflow.thesis import reproduce_thesis
