@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc bench-tiu fuzz-tiu clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc bench-tiu bench-weakconv fuzz-tiu clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -114,6 +114,11 @@ bench-ccc: build
 bench-tiu: build
 	$(PY) bench/tiu_bench.py
 	$(PY) bench/tiu_ecmp.py
+
+# Seed 001's Table 1 (issue 19): the eight 12-hour rows on 2 workers, time and memory per row,
+# against the same rows at 1 hour and a run with its time series off at 1 and 12 hours.
+bench-weakconv: build
+	$(PY) bench/weakconv_table1.py
 
 clean:
 	$(CARGO) clean

@@ -116,13 +116,6 @@ def half_interval_s(stds: Sequence[float]) -> Optional[float]:
     return None
 
 
-def loss_ratio(run: Mapping[str, Any], flows: Sequence[int]) -> float:
-    """Retransmitted over sent data packets of these flows (the paper's measured loss ratio)."""
-    f = run["flows"]
-    sent = sum(f["data_pkts_sent"][i] for i in flows)
-    return sum(f["retransmits"][i] for i in flows) / sent if sent else float("nan")
-
-
 def theory_p(cc: str, rate_bps: float, rtt_s: float) -> float:
     """Eq. 5 (Reno) or Eq. 6 (CUBIC) solved for the loss ratio at this rate and RTT."""
     if cc == "newreno":
@@ -154,10 +147,13 @@ def _row_text(r: Sequence[float]) -> str:
 class Analysis:
     """Everything the page shows, built from the stored runs."""
 
-    def __init__(self, got: Mapping[str, Mapping[str, Any]], plan: R.Plan):
-        self.got, self.plan = got, plan
+    def __init__(self, got: Mapping[str, Mapping[str, Any]], plan: R.Plan, runs: Sequence[R.Run] = (),
+                 root: Optional[pathlib.Path] = None):
+        self.got, self.plan, self.root = got, plan, root
+        self.runs = {r.name: r for r in runs}
         self.checks: List[Check] = []
-        self.notes: List[str] = []
+        #: Explanations, by the section (figure or table id) they are shown under.
+        self.notes: Dict[str, List[str]] = {}
         self.tables: Dict[str, Any] = {}
         self.figures: List[Tuple[str, Any, str]] = []
 
@@ -170,12 +166,29 @@ class Analysis:
     def add(self, name: str, expected: str, ours: str, passed: bool, note: str = "", info: bool = False) -> None:
         self.checks.append(Check(name, expected, ours, bool(passed), note, info))
 
+    def note(self, section: str, text: str) -> None:
+        self.notes.setdefault(section, []).append(text)
 
-def analyse(got: Mapping[str, Mapping[str, Any]], plan: R.Plan) -> Analysis:
+    def loss_ratio(self, name: str) -> float:
+        """Retransmitted over sent data packets of all the run's flows after the warm-up (the
+        paper's measured loss ratio; every retransmission here is a drop: the runs have no
+        spurious timeouts, and retransmits equal the packets dropped in the sharing runs)."""
+        run = self.got[name]
+        f = run["flows"]
+        sent, rtx = sum(f["data_pkts_sent"]), sum(f["retransmits"])
+        if name in self.runs and self.root is not None:
+            w = R.warmup_counts(self.runs[name], self.root)
+            sent, rtx = sent - sum(w["data_pkts_sent"]), rtx - sum(w["retransmits"])
+        return rtx / sent if sent > 0 else float("nan")
+
+
+def analyse(got: Mapping[str, Mapping[str, Any]], plan: R.Plan, runs: Sequence[R.Run] = (),
+            root: Optional[pathlib.Path] = None) -> Analysis:
     import matplotlib
 
     matplotlib.use("Agg")
-    a = Analysis(got, plan)
+    a = Analysis(got, plan, runs, root)
+    _health(a)
     _model(a)
     _table1(a)
     _fig5_6_table2(a)
@@ -187,6 +200,16 @@ def analyse(got: Mapping[str, Mapping[str, Any]], plan: R.Plan) -> Analysis:
     return a
 
 
+def _health(a: Analysis) -> None:
+    """What would make a run's numbers wrong without an error: its time series stopped at the
+    simulator's row limit, or the coupler refused calls."""
+    stopped = [n for n, r in a.got.items() if r.get("sampling_stopped_at_s")]
+    errors = {n: r.get("coupling_errors", 0) for n, r in a.got.items() if r.get("coupling_errors", 0)}
+    a.add("Every run's time series is complete and its coupler refused nothing", "no run stopped sampling; 0 coupling errors",
+          f"{len(stopped)} stopped ({', '.join(stopped) or 'none'}); coupling errors {errors or 0}", not stopped and not errors,
+          "" if not stopped and not errors else "a run hit the simulator's 2-million-row limit or its coupler refused calls")
+
+
 def _model(a: Analysis) -> None:
     """Section 2.3: Table 1's numeric row, Fig. 3's sigma over five decades."""
     r = mk.table1_numeric_row()
@@ -194,7 +217,7 @@ def _model(a: Analysis) -> None:
     for name, o, p in zip(("5 %", "50 %", "95 %", "mean"), ours, TABLE1_NUMERIC):
         a.add(f"Table 1 numeric row, {name}", f"{p:.1f} Mbit/s as printed", f"{o:.3f} Mbit/s", round(o, 1) == p,
               "" if round(o, 1) == p else "the chain misses the printed digit (markov module docstring)")
-    a.notes.append(
+    a.note("Table 1",
         f"Table 1's numeric row is the chain with {mk.TABLE1_MSS_BYTES}-byte segments and P_loss = {mk.TABLE1_P_LOSS:g} "
         "(Linux's MSS with timestamps; Eq. 5 for 10 Mbit/s with it is 1.0064e-4, to two digits 1.0e-4). It is the only "
         "reading found that prints all four numbers (its 5 % value, 4.749, clears the rounding boundary by 0.001); with "
@@ -261,7 +284,7 @@ def _table1(a: Analysis) -> None:
         x = rates_mbps(run, 0)
         ax.hist(x, bins=bins, density=True, histtype="step", color="C0", label=f"{CC_LABEL[cc]}, simulated ({len(x)} s)")
         p = run["params"]["p_loss"]
-        rr, dens = _chain_density(R.P_RENO)
+        rr, dens = _chain_density(R.P_RENO)  # the Reno chain in both panels, as the paper draws it
         ax.plot(rr, dens, color="k", lw=1, label=f"theory: Reno chain, P = {R.P_RENO:g}")
         if cc == "newreno":
             d = mk.stationary_distribution(p)
@@ -278,7 +301,8 @@ def _table1(a: Analysis) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("density (1/(Mbit/s))")
     a.figures.append(("Fig. 2", fig, "One flow, random drop, RTT 100 ms, uncongested: the distribution of its per-second rate "
-                      "over the run against the Markov chain (section 2.3) at the run's drop probability."))
+                      f"over the run against the Markov chain of Reno (section 2.3) at P = {R.P_RENO:g}, 1500-byte packets "
+                      "(the paper compares CUBIC with the same Reno theory)."))
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4), dpi=110, sharey=True)
     for ax, cc in zip(axes, R.CCS):
         for n, c in zip(R.FLOW_COUNTS, ("C0", "C1", "C2")):
@@ -340,6 +364,8 @@ def _fig5_6_table2(a: Analysis) -> None:
               "" if r > c else "see the note under Fig. 5")
     for k, v in curves.items():
         if math.isnan(v[-1]):
+            a.add(f"Fig. 5, {k.replace('newreno', 'Reno').replace('cubic', 'CUBIC')}: slow decline", "the 600-s point",
+                  "fewer than three 600-s blocks", False, "the run is too short for the 600-s interval (use the full plan)")
             continue
         flat = v[4] / v[0]  # 60 s against 1 s... the paper: "negligible up to 20-30 s"
         at30 = v[3] / v[0]
@@ -361,8 +387,7 @@ def _fig5_6_table2(a: Analysis) -> None:
                 curve = std_curve(x)
                 ax.plot(INTERVALS_S, curve, style, color=c, ms=3, lw=1.6 if n == TABLE2_FLOWS else 0.8,
                         label=f"{n} flows, RTT {round(rtt * 1000)} ms")
-                flows = range(len(run["flows"]["flow"]))
-                p_exp = loss_ratio(run, flows)
+                p_exp = a.loss_ratio(run["name"])
                 rtt_mean = float(np.mean([v for v in run["flows"]["mean_rtt_s"] if v is not None]))
                 rate = float(np.mean(x)) * 1e6
                 p_th = theory_p(cc, 10e6, rtt_mean)
@@ -398,17 +423,30 @@ def _fig5_6_table2(a: Analysis) -> None:
           f"Reno 100 ms {by[('newreno', TABLE2_FLOWS, 0.1)]['p_exp'] / by[('newreno', TABLE2_FLOWS, 0.1)]['p_theory']:.2f}x, "
           f"CUBIC 100 ms {by[('cubic', TABLE2_FLOWS, 0.1)]['p_exp'] / by[('cubic', TABLE2_FLOWS, 0.1)]['p_theory']:.2f}x",
           excess >= 2.5, "" if excess >= 2.5 else "see the notes under Table 2")
+    for cc, rtt in (("newreno", 0.01), ("newreno", 0.1), ("cubic", 0.1)):
+        r = by[(cc, TABLE2_FLOWS, rtt)]
+        ratio = r["p_exp"] / r["p_theory"]
+        ok = 0.7 <= ratio <= 1.3
+        a.add(f"Table 2: {CC_LABEL[cc]} at {round(rtt * 1000)} ms loses what Eq. {5 if cc == 'newreno' else 6} says",
+              "measured / theory within 0.7-1.3 (the paper's: 0.87, 1.05, 0.86)", f"{ratio:.2f}", ok,
+              "" if ok else "see the notes under Table 2")
     shifts = {}
     for cc in R.CCS:
         h100, h10 = by[(cc, TABLE2_FLOWS, 0.1)]["half_s"], by[(cc, TABLE2_FLOWS, 0.01)]["half_s"]
         shifts[cc] = (h100 / h10) if (h100 and h10) else None
-        a.add(f"Fig. 6: {CC_LABEL[cc]}'s curve shifts left from 100 ms to 10 ms", f"by {SHIFT[cc]:g}x (50 % intervals)",
+        a.add(f"Fig. 6: {CC_LABEL[cc]}'s curve shifts left from 100 ms to 10 ms", "shifts left (50 % intervals)",
               "-" if shifts[cc] is None else f"{shifts[cc]:.0f}x", shifts[cc] is not None and shifts[cc] > 1,
-              "the factor is INFO-like: the check is that it shifts left; the factor is beside the paper's" if shifts[cc] else
-              "a curve did not fall to half within 600 s")
+              "" if shifts[cc] else "a curve did not fall to half within 600 s")
+        if shifts[cc]:
+            a.add(f"Fig. 6: {CC_LABEL[cc]}'s shift factor", f"{SHIFT[cc]:g}x", f"{shifts[cc]:.0f}x", False,
+                  "shown beside the paper's: the factor follows from the two 50 % intervals of Table 2, whose notes say "
+                  "why they differ", info=True)
     r100 = by[("newreno", TABLE2_FLOWS, 0.1)]["half_s"], by[("cubic", TABLE2_FLOWS, 0.1)]["half_s"]
     r10 = by[("newreno", TABLE2_FLOWS, 0.01)]["half_s"], by[("cubic", TABLE2_FLOWS, 0.01)]["half_s"]
-    if None not in r100 + r10:
+    if None in r100 + r10:
+        a.add("Fig. 6: the order of Reno and CUBIC reverses", "100 ms: Reno slower; 10 ms: faster",
+              "a 50 % interval is missing", False, "a curve did not fall to half within 600 s (Table 2's notes)")
+    else:
         ok = r100[0] > r100[1] and r10[0] < r10[1]
         a.add("Fig. 6: the order of Reno and CUBIC reverses", "100 ms: Reno converges slower (220 vs 130 s); 10 ms: faster (4 vs 9.5 s)",
               f"100 ms: {r100[0]:.0f} vs {r100[1]:.0f} s; 10 ms: {r10[0]:.1f} vs {r10[1]:.1f} s", ok,
@@ -446,66 +484,87 @@ def _fig7(a: Analysis) -> None:
           info=True)
 
 
-def _fcts(a: Analysis, arm: str) -> Tuple[np.ndarray, int]:
-    """Every short flow's completion time of this arm, and how many started before the previous one
-    had completed (overlapping repetitions)."""
-    out, overlaps = [], 0
-    for seed in range(1, a.plan.fct_seeds + 1):
-        f = a.run(f"fct-{arm}-s{seed}")["flows"]
-        shorts = [(s, c) for s, c, sz in zip(f["start_s"], f["fct_s"], [None] * 9 + [1] * (len(f["flow"]) - 9)) if sz]
-        prev_end = -1.0
-        for s, c in shorts:
+def _fcts(a: Analysis, names: Sequence[str]) -> Dict[str, Any]:
+    """The 12-MB flows' completion times of these runs (short flows are those with a size in the
+    stored scenario). A repetition that starts before the previous one completed shares the link
+    with it: it is counted and left out. One that did not complete by the end of the run is
+    counted as censored and left out too (the run gives every flow its slot and a margin)."""
+    out: List[float] = []
+    overlaps = censored = 0
+    for name in names:
+        run = a.run(name)
+        f, flows = run["flows"], run["scenario"]["flows"]
+        prev_end = -math.inf
+        for i, spec in enumerate(flows):
+            if "size_bytes" not in spec:
+                continue
+            s, c = f["start_s"][i], f["fct_s"][i]
             if c is None:
-                raise ValueError(f"fct-{arm}-s{seed}: a 12-MB flow starting at {s} s did not complete")
-            overlaps += s < prev_end
+                censored += 1
+                prev_end = math.inf
+                continue
+            if s < prev_end:
+                overlaps += 1
+            else:
+                out.append(c)
             prev_end = s + c
-            out.append(c)
-    return np.asarray(out), overlaps
+    return {"fct_s": np.asarray(out), "overlaps": overlaps, "censored": censored}
+
+
+#: Fig. 8's arms: (label, runs) per arm; the NewReno arm is one seed beside CUBIC's default.
+def _fct_arms(a: Analysis) -> List[Tuple[str, str, List[str]]]:
+    seeds = range(1, a.plan.fct_seeds + 1)
+    arms = [(arm, f"CUBIC, {ARM_LABEL[arm]}", [f"fct-{arm}-s{s}" for s in seeds]) for arm in (R.ARMS if a.plan.full else ("droptail",))]
+    arms.insert(1, ("droptail-newreno", "NewReno, drop-tail (paper)", ["fct-droptail-s1-newreno"]))
+    return arms
 
 
 def _fig8(a: Analysis) -> None:
     import matplotlib.pyplot as plt
 
-    arms = R.ARMS if a.plan.full else ("droptail",)
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4), dpi=110)
     shots = a.run("shots-droptail-s1")
     f = shots["flows"]
     t = np.asarray(shots["t_s"])
-    for k, i in enumerate(range(9, len(f["flow"]))):
-        s = f["start_s"][i]
-        keep = (t >= s) & (t <= s + 40)
+    short = [i for i, spec in enumerate(shots["scenario"]["flows"]) if "size_bytes" in spec]
+    for k, i in enumerate(short):
+        s, c = f["start_s"][i], f["fct_s"][i]
+        keep = (t >= s) & (t <= s + (c if c is not None else 40.0) + 1e-9)
         mb = np.asarray(shots["cum_bytes"])[i][keep] / 1e6
-        axes[0].plot(t[keep] - s, mb, label=f"shot {k + 1}: {f['fct_s'][i]:.1f} s")
+        axes[0].plot(t[keep] - s, mb, label=f"shot {k + 1}: " + (f"{c:.1f} s" if c is not None else "did not complete"))
     axes[0].axhline(12, color="k", lw=0.6)
     axes[0].set_xlabel("time since start (s)")
     axes[0].set_ylabel("delivered (MB)")
-    axes[0].set_title("12 MB at an expected 10 Mbit/s, 9 long flows, drop-tail", fontsize=9)
+    axes[0].set_title("CUBIC: 12 MB at an expected 10 Mbit/s beside 9 long flows, drop-tail", fontsize=9)
     axes[0].legend(fontsize=7)
     axes[0].grid(alpha=0.3)
-    fct = {}
-    for arm in arms:
-        x, overlaps = _fcts(a, arm)
-        fct[arm] = x
+    for arm, label, names in _fct_arms(a):
+        g = _fcts(a, names)
+        x = g["fct_s"]
+        if len(x) < 20:
+            raise ValueError(f"Fig. 8, {label}: {len(x)} completed repetitions are too few for 5 % and 95 % quantiles")
         xs = np.sort(x)
-        axes[1].step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=f"{ARM_LABEL[arm]} ({len(xs)})")
+        axes[1].step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=f"{label} ({len(xs)})")
         q05, q50, q95 = np.percentile(x, [5, 50, 95])
         ci05, ci95 = bootstrap_ci(x, 5), bootstrap_ci(x, 95)
-        a.tables.setdefault("fct", []).append({"arm": arm, "n": len(x), "overlaps": overlaps, "q05_s": q05, "q50_s": q50, "q95_s": q95,
+        a.tables.setdefault("fct", []).append({"arm": arm, "label": label, "n": len(x), "overlaps": g["overlaps"],
+                                               "censored": g["censored"], "q05_s": q05, "q50_s": q50, "q95_s": q95,
                                                "mean_s": float(np.mean(x)), "max_s": float(np.max(x)), "min_s": float(np.min(x)),
                                                "ci05_s": ci05, "ci95_s": ci95})
-        if arm == "droptail":
+        if arm in ("droptail", "droptail-newreno"):
             for name, o, p, ci in (("5 %", q05, FCT_Q05_S, ci05), ("95 %", q95, FCT_Q95_S, ci95)):
                 ok = _within(o, p)
-                a.add(f"Fig. 8: {name} of the 12-MB completion times", f"{p:g} s (10 %)",
-                      f"{o:.1f} s (95 % bootstrap {ci[0]:.1f}-{ci[1]:.1f}; {len(x)} repetitions, {overlaps} overlapping)", ok,
-                      "" if ok else "see the notes under Fig. 8")
+                a.add(f"Fig. 8, {label}: {name} of the 12-MB completion times", f"{p:g} s (10 %)",
+                      f"{o:.1f} s (95 % bootstrap {ci[0]:.1f}-{ci[1]:.1f}; {len(x)} repetitions; {g['overlaps']} overlapping and "
+                      f"{g['censored']} unfinished left out)", ok, "" if ok else "see the notes under Fig. 8",
+                      info=arm == "droptail-newreno")
     axes[1].axvline(10, color="k", lw=0.6)
     axes[1].set_xlabel("completion time of 12 MB (s)")
     axes[1].set_ylabel("CDF")
     axes[1].legend(fontsize=7)
     axes[1].grid(alpha=0.3)
-    a.figures.append(("Fig. 8", fig, "Left: four shots of the 12-MB flow (drop-tail). Right: the distribution of its completion "
-                      "time over all repetitions, per arm."))
+    a.figures.append(("Fig. 8", fig, "Left: four shots of the 12-MB flow (CUBIC, drop-tail). Right: the distribution of its "
+                      "completion time over all repetitions, per arm (NewReno: the paper does not name the TCP)."))
 
 
 def _beyond(a: Analysis) -> None:
@@ -525,7 +584,7 @@ def _beyond(a: Analysis) -> None:
                 fair = total / n
                 rows.append({"cc": cc, "n": n, "arm": arm, "q05": r0[0], "q50": r0[1], "q95": r0[2], "mean": r0[3], "fair": fair,
                              "spread": (r0[2] - r0[0]) / fair, "std_600": interval_std(rates_mbps(run, 0), 600),
-                             "loss": loss_ratio(run, range(n)),
+                             "loss": a.loss_ratio(run["name"]),
                              "mean_rtt_ms": 1e3 * float(np.mean([v for v in run["flows"]["mean_rtt_s"] if v is not None]))})
                 xs.append(j + (k - 1) * 0.22)
                 lo.append(r0[0] / fair)
@@ -553,15 +612,15 @@ def _beyond(a: Analysis) -> None:
                 a.add(f"Beyond: {CC_LABEL[cc]} {n} flows, {ARM_LABEL[arm]} holds a flow near its fair share",
                       "5 % and 95 % within 20 % of the fair share",
                       f"{r['q05'] / r['fair']:.2f}-{r['q95'] / r['fair']:.2f} of fair (drop-tail {d['q05'] / d['fair']:.2f}-{d['q95'] / d['fair']:.2f})",
-                      ok, "" if ok else "see the notes under the beyond section")
-    fct = {r["arm"]: r for r in a.tables.get("fct", [])}
+                      ok, "" if ok else "see the notes under Beyond: sharing")
+    fct = {r["arm"]: r for r in a.tables.get("fct", [])}  # CUBIC arms
     for arm in ("ccc", "drr"):
         if arm in fct:
             r, d = fct[arm], fct["droptail"]
             ok = r["q95_s"] / r["q05_s"] <= 1.25
             a.add(f"Beyond: {ARM_LABEL[arm]} narrows the completion times", "95 % / 5 % at most 1.25 (drop-tail: the paper's 22 / 8)",
                   f"{r['q05_s']:.1f}-{r['q95_s']:.1f} s, ratio {r['q95_s'] / r['q05_s']:.2f} (drop-tail {d['q05_s']:.1f}-{d['q95_s']:.1f} s, "
-                  f"{d['q95_s'] / d['q05_s']:.2f})", ok, "" if ok else "see the notes under the beyond section")
+                  f"{d['q95_s'] / d['q05_s']:.2f})", ok, "" if ok else "see the notes under Beyond: sharing")
 
 
 def _costs(a: Analysis) -> None:
@@ -620,10 +679,16 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
                 f'(each in its own process; on 2 cores about half of that in wall time); peak memory {tc["max_rss_mb"]:.0f} MB. '
                 "bench/weakconv_table1.py measures the wall time of the whole table and that memory does not grow with "
                 "simulated time.</p>")
-    for n in data["notes"]:
-        body.append(f'<p class="note">{_esc(n)}</p>')
+    notes = data["notes"]
+
+    def notes_of(section: str) -> None:
+        for n in notes.get(section, []):
+            body.append(f'<p class="note">{_esc(n)}</p>')
+
+    notes_of("Table 1")
     for fid, png, what in figures:
         body.append(f"<h2>{_esc(fid)}</h2><figure><img alt=\"{_esc(fid)}\" src=\"{png}\"><figcaption class=\"muted\">{_esc(what)}</figcaption></figure>")
+        notes_of(fid)
         if fid == "Fig. 3":
             body.append(_table_html(["P_loss", "E[cwnd] Eq. 4", "chain mean", "sigma fit", "std ln cwnd", "max CDF gap at 0.41", "cap", "tail mass"],
                                     [[f'{s["p_loss"]:g}', f'{s["e_cwnd_eq4_pkts"]:.1f}', f'{s["mean_cwnd_pkts"]:.1f}', f'{s["sigma_fit"]:.3f}',
@@ -639,10 +704,11 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
                              (_f(r["half_s"]) + " s") + (f' ({p[3]:g})' if p else ""), _f(r["ratio"]) + (f' ({p[4]:g})' if p else "")])
             body.append(_table_html(["", "flows", "RTT", "mean RTT", "P_loss theory (paper)", "P_loss measured (paper)",
                                      "sawtooth interval (paper)", "50 % convergence (paper)", "ratio (paper)"], rows))
+            notes_of("Table 2")
         if fid == "Fig. 8":
-            body.append(_table_html(["arm", "repetitions", "overlapping", "5 %", "50 %", "95 %", "mean", "min", "max",
-                                     "5 % 95 % CI", "95 % 95 % CI"],
-                                    [[ARM_LABEL[r["arm"]], r["n"], r["overlaps"], f'{r["q05_s"]:.1f}', f'{r["q50_s"]:.1f}', f'{r["q95_s"]:.1f}',
+            body.append(_table_html(["arm", "repetitions", "overlapping (left out)", "unfinished (left out)", "5 %", "50 %", "95 %",
+                                     "mean", "min", "max", "5 % 95 % CI", "95 % 95 % CI"],
+                                    [[r["label"], r["n"], r["overlaps"], r["censored"], f'{r["q05_s"]:.1f}', f'{r["q50_s"]:.1f}', f'{r["q95_s"]:.1f}',
                                       f'{r["mean_s"]:.1f}', f'{r["min_s"]:.1f}', f'{r["max_s"]:.1f}', f'{r["ci05_s"][0]:.1f}-{r["ci05_s"][1]:.1f}',
                                       f'{r["ci95_s"][0]:.1f}-{r["ci95_s"][1]:.1f}'] for r in t["fct"]]))
         if fid == "Beyond: sharing":
@@ -703,7 +769,9 @@ def reproduce_weak_convergence(out: Optional[Union[str, pathlib.Path]] = None, q
 
     from macroflow.reports import _png
 
-    a = analyse(got, plan)
+    a = analyse(got, plan, runs, root)
+    for _, fig, _ in a.figures:
+        fig.tight_layout()
     figures = [(fid, _png(fig), what) for fid, fig, what in a.figures]
     for _, fig, _ in a.figures:
         plt.close(fig)
@@ -721,7 +789,7 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     if isinstance(x, (np.floating, np.integer)):
-        return x.item()
+        x = x.item()
     if isinstance(x, float) and math.isnan(x):
         return None
     return x

@@ -17,10 +17,12 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 import pathlib
 import random
 import resource
 import time
+import zipfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -34,6 +36,9 @@ HOURS = 12.0
 #: The first seconds of every series are left out (slow start, the flows finding their shares);
 #: the paper does not say what it left out of its 12 hours.
 WARMUP_S = 100.0
+#: The shortest run the analysis can use: the warm-up and some minutes (Fig. 5's longer intervals
+#: need hours; a shorter run shows them as missing).
+MIN_SECONDS = WARMUP_S + 200.0
 #: The flows' packets: 1448 payload bytes in 1500-byte IP packets. The paper's rates are of IP
 #: packets (its 2-flow row has a mean of 10.0 Mbit/s on a 20 Mbit/s link loaded above 99 %), so
 #: the delivered payload is scaled by 1500/1448.
@@ -59,6 +64,10 @@ COUPLER = "ccc_handover"
 FCT_SIZE_BYTES = 12_000_000
 FCT_SPACING_S = 45.0
 FCT_FIRST_S = 100.0
+#: After the last short flow's slot: time for one that takes longer than the spacing.
+FCT_MARGIN_S = 120.0
+#: What :func:`_execute` stores; bump when it changes (a stored run of another format is run again).
+FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -104,9 +113,11 @@ def random_drop_run(cc: str, hours: float, seed: int = 1) -> Run:
     d["name"] = f"weakconv-rd-{cc}"
     d["seed"] = seed
     d["duration_s"] = round(hours * 3600.0, 3)
-    d["topology"]["random_drop"] = P_RENO if cc == "newreno" else P_CUBIC
+    p = P_RENO if cc == "newreno" else P_CUBIC
+    forward = d["topology"]["links"][0]
+    forward["queue"] = dict(forward["queue"], p=p)
     d["flows"][0]["cc"] = cc
-    return Run(f"rd-{cc}", "random_drop", {"cc": cc, "p_loss": d["topology"]["random_drop"], "rtt_s": 0.1}, d)
+    return Run(f"rd-{cc}", "random_drop", {"cc": cc, "p_loss": p, "rtt_s": 0.1}, d)
 
 
 def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int = 1) -> Run:
@@ -133,9 +144,10 @@ def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int
     return Run(name, "sharing", {"cc": cc, "n": n, "rtt_s": rtt_s, "arm": arm, "queue_pkts": q}, d)
 
 
-def fct_run(arm: str, reps: int, seed: int, sample_s: float = 0.0, spacing_s: float = FCT_SPACING_S) -> Run:
-    """9 long NewReno flows over 100 Mbit/s and `reps` flows of 12 MB on the 10th pair, one every
-    `spacing_s` after a warm-up (seed 001 Fig. 8). `sample_s` 0: summaries only (the
+def fct_run(arm: str, reps: int, seed: int, sample_s: float = 0.0, spacing_s: float = FCT_SPACING_S,
+            cc: Optional[str] = None) -> Run:
+    """9 long flows over 100 Mbit/s and `reps` flows of 12 MB on the 10th pair, one every
+    `spacing_s` after a warm-up (seed 001 Fig. 8), all with the base file's congestion control. `sample_s` 0: summaries only (the
     completion times are in the flows table)."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
@@ -145,19 +157,28 @@ def fct_run(arm: str, reps: int, seed: int, sample_s: float = 0.0, spacing_s: fl
     d["name"] = f"weakconv-fct-{arm}"
     d["seed"] = seed
     d["sample_interval_s"] = sample_s
-    d["duration_s"] = FCT_FIRST_S + spacing_s * reps
+    # The last flow gets the spacing and a margin: one slower than the spacing still completes.
+    d["duration_s"] = FCT_FIRST_S + spacing_s * (reps - 1) + spacing_s + FCT_MARGIN_S
     t = d["topology"]
     if arm == "drr":
         q = t.pop("queue_pkts")
         t["queue"] = {"kind": "drr", "limit_pkts": q, "quantum_bytes": 1500}
     g = {"group": "all"} if arm == "ccc" else {}
     d["groups"] = [{"name": "all", "kind": COUPLER}] if arm == "ccc" else []
-    longs = [dict(f, **g) for f in d["flows"] if "size_bytes" not in f]
-    shorts = [{"type": "tcp", "pair": 9, "cc": "newreno", "size_bytes": FCT_SIZE_BYTES,
-               "start_s": FCT_FIRST_S + spacing_s * k, **g} for k in range(reps)]
+    # The simulator's TCP and queues draw no random numbers: the seed must move the start times,
+    # or every seed repeats the same run (the long flows over the first second, each short flow
+    # within a second after its slot).
+    if cc is not None:
+        d["flows"] = [dict(f, cc=cc) for f in d["flows"]]
+    longs = [dict(f, start_s=st, **g) for f, st in zip((f for f in d["flows"] if "size_bytes" not in f), _start_times(seed, 9))]
+    jitter = random.Random(f"weakconv-fct-{seed}")
+    shorts = [{"type": "tcp", "pair": 9, "cc": longs[0]["cc"], "size_bytes": FCT_SIZE_BYTES,
+               "start_s": round(FCT_FIRST_S + spacing_s * k + jitter.uniform(0.0, 1.0), 6), **g} for k in range(reps)]
     d["flows"] = longs + shorts
     kind = "shots" if sample_s else "fct"
-    return Run(f"{kind}-{arm}-s{seed}", kind, {"arm": arm, "reps": reps, "seed": seed, "spacing_s": spacing_s}, d)
+    ccn = d["flows"][0]["cc"]
+    name = f"{kind}-{arm}-s{seed}" + ("" if cc is None else f"-{cc}")
+    return Run(name, kind, {"arm": arm, "reps": reps, "seed": seed, "spacing_s": spacing_s, "cc": ccn}, d)
 
 
 @dataclass(frozen=True)
@@ -177,8 +198,9 @@ PLANS = {"full": Plan(), "quick": Plan(hours=1.0, fct_seeds=2, fct_reps=100)}
 def experiments(plan: Plan) -> List[Run]:
     """Every run of the reproduction: Table 1's eight simulated rows first (the numeric row is the
     Markov model), then the 10 ms rows, the coupled and DRR arms and the completion times."""
-    if not plan.hours > 0:
-        raise ValueError(f"hours must be > 0, got {plan.hours}")
+    if not plan.hours * 3600.0 >= MIN_SECONDS:
+        raise ValueError(f"hours must be at least {MIN_SECONDS / 3600:.3f} (the {WARMUP_S:g}-s warm-up and "
+                         f"{MIN_SECONDS - WARMUP_S:g} s), got {plan.hours}")
     runs = [random_drop_run(cc, plan.hours) for cc in CCS]
     runs += [sharing_run(cc, n, 0.1, "droptail", plan.hours) for cc in CCS for n in FLOW_COUNTS]
     if plan.full:
@@ -186,17 +208,28 @@ def experiments(plan: Plan) -> List[Run]:
         runs += [sharing_run(cc, n, 0.1, arm, plan.hours) for arm in ("ccc", "drr") for cc in CCS for n in FLOW_COUNTS]
     arms = ARMS if plan.full else ("droptail",)
     runs += [fct_run(arm, plan.fct_reps, seed) for arm in arms for seed in range(1, plan.fct_seeds + 1)]
+    # The paper does not name Fig. 8's TCP: NewReno beside the CUBIC default, one seed's worth.
+    runs += [fct_run("droptail", plan.fct_reps, 1, cc="newreno")]
     runs += [fct_run(arm, 4, 1, sample_s=0.1, spacing_s=60.0) for arm in arms]
     return runs
 
 
 # --- running -------------------------------------------------------------------------------------
 
-def _execute(run: Run) -> Dict[str, Any]:
+class RunError(ValueError):
+    """A run failed (its name and why), or some runs of :func:`run_all` did."""
+
+
+def _execute(run: Run, version: str) -> Dict[str, Any]:
     """In a fresh worker process: runs the scenario and returns the compact series, the flows'
-    summaries and what it cost (wall, CPU, this process's peak RSS: the run's alone)."""
+    summaries and what it cost (wall, CPU, this process's peak RSS: the run's alone). A worker
+    importing other code than the driver's (rebuilt or edited since the start) refuses: its
+    results would be stored under the driver's key."""
     from macroflow.scenario import run as run_scenario
 
+    if code_version() != version:
+        raise RunError(f"{run.name}: the worker runs code {code_version()}, the driver {version}: the package changed "
+                       "after the reproduction started; start it again")
     t0, c0 = time.monotonic(), time.process_time()
     sc = validate(run.scenario, run.name)
     tables = run_scenario(sc)
@@ -212,58 +245,108 @@ def _execute(run: Run) -> Dict[str, Any]:
         nflows = len(flows["flow"])
         cum = np.zeros((nflows, len(times)), dtype=np.int64)
         cum[f, np.searchsorted(times, t)] = b
+        # A flow is sampled from its start until it completes: before, it has delivered nothing;
+        # after, what it delivered stays (not the zeros of a missing sample).
+        cum = np.maximum.accumulate(cum, axis=1)
         out["t_s"], out["cum_bytes"] = times, cum
     meta = {k.decode(): v.decode() for k, v in (tables["flows"].schema.metadata or {}).items()}
     out["cost"] = {"wall_s": wall_s, "cpu_s": cpu_s, "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                    "events": int(meta.get("events", 0)), "samples_bytes": int(fs.nbytes)}
     out["sampling_stopped_at_s"] = meta.get("sampling_stopped_at_s", "")
     out["packets_dropped"] = int(meta.get("packets_dropped", 0))
+    out["coupling_errors"] = sum(int(v) for k, v in meta.items() if k.startswith("coupling_errors_"))
     return out
 
 
-def _execute_named(run: Run) -> Any:
-    return run.name, _execute(run)
+def _execute_named(job: Any) -> Any:
+    run, version = job
+    try:
+        return run.name, _execute(run, version), None
+    except Exception as e:  # one run's failure is reported with its name; the others go on
+        return run.name, None, f"{run.name}: {type(e).__name__}: {e}"
+
+
+def _tmp(path: pathlib.Path) -> pathlib.Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
 def _store(run: Run, root: pathlib.Path, got: Dict[str, Any]) -> None:
     d = root / "runs"
     d.mkdir(parents=True, exist_ok=True)
     arrays = {"t_s": got.get("t_s", np.zeros(0)), "cum_bytes": got.get("cum_bytes", np.zeros((0, 0), dtype=np.int64))}
-    tmp = d / f".{run.name}.npz.tmp"
-    with open(tmp, "wb") as fh:
+    z = d / f"{run.name}.npz"
+    with open(_tmp(z), "wb") as fh:
         np.savez_compressed(fh, **arrays)
-    tmp.replace(d / f"{run.name}.npz")
+    _tmp(z).replace(z)
     write_json_atomic(d / f"{run.name}.json", {
-        "name": run.name, "kind": run.kind, "params": run.params, "key": run.key, "version": code_version(),
+        "name": run.name, "kind": run.kind, "params": run.params, "key": run.key, "format": FORMAT, "version": code_version(),
         "scenario": run.scenario, "flows": got["flows"], "cost": got["cost"], "packets_dropped": got["packets_dropped"],
-        "sampling_stopped_at_s": got["sampling_stopped_at_s"]})
+        "sampling_stopped_at_s": got["sampling_stopped_at_s"], "coupling_errors": got.get("coupling_errors", 0)})
 
 
 def stored(run: Run, root: pathlib.Path) -> Optional[Dict[str, Any]]:
     """The stored run (its json, with the arrays under ``t_s`` and ``cum_bytes``), or None when
-    it is missing, damaged or from another scenario or code."""
+    it is missing, damaged or from another scenario, code or storage format."""
     j, z = root / "runs" / f"{run.name}.json", root / "runs" / f"{run.name}.npz"
     if not (j.exists() and z.exists()):
         return None
     try:
         meta = json.loads(j.read_text())
-        if meta.get("key") != run.key:
+        if meta.get("key") != run.key or meta.get("format", 1) != FORMAT:
             return None
         with np.load(z) as a:
             meta["t_s"], meta["cum_bytes"] = a["t_s"], a["cum_bytes"]
-    except (ValueError, OSError, KeyError):
+    except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     return meta
+
+
+def warmup_counts(run: Run, root: pathlib.Path) -> Dict[str, List[int]]:
+    """Each flow's ``data_pkts_sent`` and ``retransmits`` at the end of the warm-up: the same
+    scenario run for :data:`WARMUP_S` only (the simulator is deterministic, so its first seconds
+    are the long run's), cached as ``runs/NAME.warmup.json``. The loss ratio after the warm-up is
+    the long run's counts minus these (slow start's burst of losses would otherwise count)."""
+    f = root / "runs" / f"{run.name}.warmup.json"
+    if f.exists():
+        try:
+            got = json.loads(f.read_text())
+            if got.get("key") == run.key:
+                return got["counts"]
+        except (ValueError, KeyError):
+            pass
+    from macroflow.scenario import run as run_scenario
+
+    sc = dict(run.scenario, duration_s=WARMUP_S)
+    t = run_scenario(validate(sc, run.name + " (warm-up)"))["flows"].to_pydict()
+    counts = {"data_pkts_sent": list(t["data_pkts_sent"]), "retransmits": list(t["retransmits"])}
+    f.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(f, {"key": run.key, "counts": counts})
+    return counts
+
+
+def _packets(r: Run) -> float:
+    """How much a run simulates (its packets): longest first keeps both workers busy to the end."""
+    sc = r.scenario
+    if r.kind == "random_drop":
+        rate = 10e6
+    else:
+        rate = sc["topology"].get("bottleneck_rate_bps", 0.0)
+    return rate * sc["duration_s"]
 
 
 def run_all(runs: Sequence[Run], root: pathlib.Path, workers: Optional[int] = None,
             on_done: Optional[Callable[[Run, Dict[str, Any], int, int], None]] = None) -> Dict[str, Dict[str, Any]]:
     """Runs the runs not stored yet under `root` (each in a fresh process, `workers` at once,
     default the CPU count) and returns every run's stored data by name. `on_done(run, data, done,
-    total)` after each run computed now."""
+    total)` after each run computed now. A run that fails is reported (RunError naming every
+    failed run) after the others have been stored; workers exit when the driver is killed."""
+    from macroflow.sweeps import _watch_parent
+
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
         raise ValueError(f"two runs with one name: {sorted(n for n in names if names.count(n) > 1)}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     out: Dict[str, Dict[str, Any]] = {}
     todo = []
     for r in runs:
@@ -272,20 +355,25 @@ def run_all(runs: Sequence[Run], root: pathlib.Path, workers: Optional[int] = No
             todo.append(r)
         else:
             out[r.name] = got
+    failed: List[str] = []
     if todo:
         n = workers or multiprocessing.cpu_count() or 1
-        if n < 1:
-            raise ValueError(f"workers must be >= 1, got {n}")
-        # Longest first: the 10-flow rows would otherwise start last and finish alone.
-        todo.sort(key=lambda r: -r.scenario["duration_s"] * r.scenario["topology"].get("bottleneck_rate_bps", 0))
+        todo.sort(key=lambda r: -_packets(r))
         ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(processes=min(n, len(todo)), maxtasksperchild=1) as pool:
-            by_name = {r.name: r for r in todo}
+        by_name = {r.name: r for r in todo}
+        version = code_version()
+        with ctx.Pool(processes=min(n, len(todo)), maxtasksperchild=1, initializer=_watch_parent,
+                      initargs=(os.getpid(),)) as pool:
             # Stored as each finishes: a killed reproduction keeps every run done so far.
-            for i, (name, got) in enumerate(pool.imap_unordered(_execute_named, todo), 1):
+            for i, (name, got, err) in enumerate(pool.imap_unordered(_execute_named, [(r, version) for r in todo]), 1):
                 r = by_name[name]
+                if err is not None:
+                    failed.append(err)
+                    continue
                 _store(r, root, got)
                 out[r.name] = stored(r, root) or {}
                 if on_done:
                     on_done(r, out[r.name], i, len(todo))
+    if failed:
+        raise RunError(f"{len(failed)} of {len(todo)} runs failed (the others are stored):\n" + "\n".join(failed))
     return out
