@@ -67,7 +67,11 @@ FCT_FIRST_S = 100.0
 #: After the last short flow's slot: time for one that takes longer than the spacing.
 FCT_MARGIN_S = 120.0
 #: What :func:`_execute` stores; bump when it changes (a stored run of another format is run again).
-FORMAT = 1
+#: 2: the peak memory is the worker's own (VmHWM); format 1 runs stored the same series with a
+#: peak memory that included the driver's (``max_rss_bytes`` is then shown as unknown).
+FORMAT = 2
+#: Formats whose series and summaries are what FORMAT stores.
+COMPATIBLE_FORMATS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -250,12 +254,23 @@ def _execute(run: Run, version: str) -> Dict[str, Any]:
         cum = np.maximum.accumulate(cum, axis=1)
         out["t_s"], out["cum_bytes"] = times, cum
     meta = {k.decode(): v.decode() for k, v in (tables["flows"].schema.metadata or {}).items()}
-    out["cost"] = {"wall_s": wall_s, "cpu_s": cpu_s, "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    out["cost"] = {"wall_s": wall_s, "cpu_s": cpu_s, "max_rss_bytes": _peak_rss_bytes(),
                    "events": int(meta.get("events", 0)), "samples_bytes": int(fs.nbytes)}
     out["sampling_stopped_at_s"] = meta.get("sampling_stopped_at_s", "")
     out["packets_dropped"] = int(meta.get("packets_dropped", 0))
     out["coupling_errors"] = sum(int(v) for k, v in meta.items() if k.startswith("coupling_errors_"))
     return out
+
+
+def _peak_rss_bytes() -> int:
+    """This process's own peak resident memory (VmHWM of its address space). Not getrusage's
+    ru_maxrss: Linux carries that across execve, so a spawned worker would report the driver's
+    size at the fork (which grows as the driver holds more stored runs)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # not Linux: the best there is
 
 
 def _execute_named(job: Any) -> Any:
@@ -292,8 +307,10 @@ def stored(run: Run, root: pathlib.Path) -> Optional[Dict[str, Any]]:
         return None
     try:
         meta = json.loads(j.read_text())
-        if meta.get("key") != run.key or meta.get("format", 1) != FORMAT:
+        if meta.get("key") != run.key or meta.get("format", 1) not in COMPATIBLE_FORMATS:
             return None
+        if meta.get("format", 1) < 2:
+            meta["cost"]["max_rss_bytes"] = None
         with np.load(z) as a:
             meta["t_s"], meta["cum_bytes"] = a["t_s"], a["cum_bytes"]
     except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile):
@@ -302,7 +319,8 @@ def stored(run: Run, root: pathlib.Path) -> Optional[Dict[str, Any]]:
 
 
 def warmup_counts(run: Run, root: pathlib.Path) -> Dict[str, List[int]]:
-    """Each flow's ``data_pkts_sent`` and ``retransmits`` at the end of the warm-up: the same
+    """Each flow's ``data_pkts_sent``, ``retransmits``, ``fast_recoveries`` and ``timeouts`` at the
+    end of the warm-up: the same
     scenario run for :data:`WARMUP_S` only (the simulator is deterministic, so its first seconds
     are the long run's), cached as ``runs/NAME.warmup.json``. The loss ratio after the warm-up is
     the long run's counts minus these (slow start's burst of losses would otherwise count)."""
@@ -310,7 +328,7 @@ def warmup_counts(run: Run, root: pathlib.Path) -> Dict[str, List[int]]:
     if f.exists():
         try:
             got = json.loads(f.read_text())
-            if got.get("key") == run.key:
+            if got.get("key") == run.key and got.get("v") == 2:
                 return got["counts"]
         except (ValueError, KeyError):
             pass
@@ -318,9 +336,9 @@ def warmup_counts(run: Run, root: pathlib.Path) -> Dict[str, List[int]]:
 
     sc = dict(run.scenario, duration_s=WARMUP_S)
     t = run_scenario(validate(sc, run.name + " (warm-up)"))["flows"].to_pydict()
-    counts = {"data_pkts_sent": list(t["data_pkts_sent"]), "retransmits": list(t["retransmits"])}
+    counts = {k: list(t[k]) for k in ("data_pkts_sent", "retransmits", "fast_recoveries", "timeouts")}
     f.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(f, {"key": run.key, "counts": counts})
+    write_json_atomic(f, {"key": run.key, "v": 2, "counts": counts})
     return counts
 
 
