@@ -486,7 +486,9 @@ def _fig7(a: Analysis) -> None:
     ax.set_ylim(0, 25)
     ax.legend(fontsize=7, ncol=3)
     ax.grid(alpha=0.3)
-    a.figures.append(("Fig. 7", fig, "Random walk: the last 10 minutes of two CUBIC flows sharing 20 Mbit/s (RTT 100 ms)."))
+    a.figures.append(("Fig. 7", fig, "Random walk: the last 10 minutes of two CUBIC flows sharing 20 Mbit/s (RTT 100 ms). "
+                      "Rates are of the bytes delivered in order: after a loss, what waited behind the hole arrives in the "
+                      "next second, hence the spikes of the sum around a constant 20 Mbit/s."))
     util = []
     for cc in R.CCS:
         for n in R.FLOW_COUNTS:
