@@ -213,6 +213,36 @@ def test_warm_up_counts_are_the_long_runs_first_seconds(tmp_path: pathlib.Path):
     assert R.warmup_counts(run, tmp_path) == w  # cached
     got = R.run_all([run], tmp_path, workers=1)[run.name]
     assert all(a > b for a, b in zip(got["flows"]["data_pkts_sent"], w["data_pkts_sent"]))
+    # Exactly the long run's first 100 s: the bytes delivered at 100 s are the twin's at its end.
+    at = int(np.searchsorted(got["t_s"], R.WARMUP_S))
+    assert got["t_s"][at] == R.WARMUP_S
+    assert list(got["cum_bytes"][:, at]) == w["delivered_bytes"]
+
+
+def test_cycle_power_tells_a_locked_run_from_a_random_walk():
+    t = np.arange(43000)
+    assert W.cycle_power(10 + 3 * np.sin(2 * np.pi * t / 4.62)) > 0.9  # a 4.62-s cycle, as one locked run
+    assert W.cycle_power(np.random.default_rng(2).normal(10, 3, t.size)) < 0.01
+    # A mean-reverting walk with a 100-s memory (a flow returning to its share): its power is spread
+    # over the many frequencies below 1/100 s.
+    e = np.random.default_rng(1).normal(0, 1, t.size)
+    x = np.empty(t.size)
+    x[0] = 10.0
+    for i in range(1, t.size):
+        x[i] = x[i - 1] + 0.01 * (10.0 - x[i - 1]) + 0.3 * e[i]
+    assert W.cycle_power(x) < W.LOCKED_POWER
+
+
+def test_completion_times_leave_out_overlapping_and_unfinished_repetitions():
+    flows = [{"type": "tcp", "pair": i} for i in range(9)] + [{"type": "tcp", "pair": 9, "size_bytes": 12_000_000}] * 4
+    fct = [None] * 9 + [10.0, 50.0, 12.0, None]
+    start = [0.0] * 9 + [100.0, 145.0, 190.0, 235.0]
+    # The second runs past the third's start (145 + 50 > 190): the third shared the link, left out;
+    # the fourth never completed: censored.
+    a = W.Analysis({"x": {"flows": {"flow": list(range(13)), "fct_s": fct, "start_s": start}, "scenario": {"flows": flows}}},
+                   R.PLANS["quick"])
+    g = W._fcts(a, ["x"])
+    assert list(g["fct_s"]) == [10.0, 50.0] and g["overlaps"] == 1 and g["censored"] == 1
 
 
 def test_the_cli_refuses_options_the_reproduction_cannot_honour(tmp_path: pathlib.Path):

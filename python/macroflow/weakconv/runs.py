@@ -328,17 +328,19 @@ def warmup_counts(run: Run, root: pathlib.Path) -> Dict[str, List[int]]:
     if f.exists():
         try:
             got = json.loads(f.read_text())
-            if got.get("key") == run.key and got.get("v") == 2:
+            if got.get("key") == run.key and got.get("v") == 3:
                 return got["counts"]
         except (ValueError, KeyError):
             pass
     from macroflow.scenario import run as run_scenario
 
     sc = dict(run.scenario, duration_s=WARMUP_S)
-    t = run_scenario(validate(sc, run.name + " (warm-up)"))["flows"].to_pydict()
-    counts = {k: list(t[k]) for k in ("data_pkts_sent", "retransmits", "fast_recoveries", "timeouts")}
+    tables = run_scenario(validate(sc, run.name + " (warm-up)"))
+    t = tables["flows"].to_pydict()
+    counts = {k: list(t[k]) for k in ("data_pkts_sent", "retransmits", "fast_recoveries", "timeouts", "delivered_bytes")}
+    counts["packets_dropped"] = int((tables["flows"].schema.metadata or {}).get(b"packets_dropped", b"0"))
     f.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(f, {"key": run.key, "v": 2, "counts": counts})
+    write_json_atomic(f, {"key": run.key, "v": 3, "counts": counts})
     return counts
 
 
