@@ -132,6 +132,7 @@ spread of Eq. 12, ``E[cwnd] ~ sqrt(E[cwnd^2]) exp(-sigma^2 / 2)``, i.e. ``sqrt(4
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -602,18 +603,7 @@ def stationary_distribution(
         d = solve_stationary(cap, p, a, method=method, tail_fraction=tail_fraction)
         tried.append(cap)
         if d.tail_mass < t:
-            return CwndDistribution(
-                p_loss=d.p_loss,
-                a=d.a,
-                cap_pkts=d.cap_pkts,
-                states_pkts=d.states_pkts,
-                probabilities=d.probabilities,
-                tail_fraction=d.tail_fraction,
-                tail_mass=d.tail_mass,
-                p_at_cap=d.p_at_cap,
-                method=d.method,
-                caps_tried_pkts=tuple(tried),
-            )
+            return dataclasses.replace(d, caps_tried_pkts=tuple(tried))
         cap = max(cap + 1, int(math.ceil(cap * g)))
 
 

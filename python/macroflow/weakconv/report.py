@@ -351,11 +351,7 @@ def _table1(a: Analysis) -> None:
                 ok = _within(o, t)
                 a.add(f"Fig. 2: Reno random drop against the chain, {name}", f"{t:.2f} Mbit/s, the chain at P = {p:g} (10 %)",
                       f"{o:.2f} Mbit/s", ok, "" if ok else "see the notes under Fig. 2")
-        ax.set_xlim(0, 40)
-        ax.set_xlabel("rate per second (Mbit/s)")
-        ax.set_title(f"{CC_LABEL[cc]}, random drop P = {p:g}", fontsize=9)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
+        _rate_axes(ax, f"{CC_LABEL[cc]}, random drop P = {p:g}")
     axes[0].set_ylabel("density (1/(Mbit/s))")
     a.figures.append(("Fig. 2", fig, "One flow, random drop, RTT 100 ms, uncongested: the distribution of its per-second rate "
                       f"over the run against the Markov chain of Reno (section 2.3) at P = {R.P_RENO:g}, 1500-byte packets "
@@ -366,14 +362,19 @@ def _table1(a: Analysis) -> None:
             ax.hist(rates_mbps(a.share(cc, n), 0), bins=bins, density=True, histtype="step", color=c, label=f"1 of {n} flows")
         rr, dens = _chain_density(R.P_RENO)
         ax.plot(rr, dens, color="k", lw=1, label="theory (random drop)")
-        ax.set_xlim(0, 40)
-        ax.set_xlabel("rate per second (Mbit/s)")
-        ax.set_title(f"{CC_LABEL[cc]}, N flows over N x 10 Mbit/s, 1-BDP drop-tail", fontsize=9)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
+        _rate_axes(ax, f"{CC_LABEL[cc]}, N flows over N x 10 Mbit/s, 1-BDP drop-tail")
     axes[0].set_ylabel("density (1/(Mbit/s))")
     a.figures.append(("Fig. 4", fig, "Bandwidth sharing: one flow's per-second rate distribution for 2, 3 and 10 flows, against "
                       "the random-drop theory."))
+
+
+def _rate_axes(ax: Any, title: str) -> None:
+    """Figs. 2 and 4: a per-second rate histogram's axes."""
+    ax.set_xlim(0, 40)
+    ax.set_xlabel("rate per second (Mbit/s)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
 
 
 def _table1_why(cc: str, n: Any, col: str) -> str:
