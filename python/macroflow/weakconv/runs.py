@@ -60,6 +60,8 @@ ARMS = ("droptail", "ccc", "drr")
 #: Algorithm 4), the project's TCP-CCC.
 COUPLER = "ccc_handover"
 
+#: The diagnostic run's random drop: about 1/400 of the congestion losses of two Reno flows at 10 ms.
+NOISE_P = 1e-5
 #: Section 4 / Fig. 8: the short flow's size, the spacing of its starts, the warm-up before the first.
 FCT_SIZE_BYTES = 12_000_000
 FCT_SPACING_S = 45.0
@@ -124,9 +126,14 @@ def random_drop_run(cc: str, hours: float, seed: int = 1) -> Run:
     return Run(f"rd-{cc}", "random_drop", {"cc": cc, "p_loss": p, "rtt_s": 0.1}, d)
 
 
-def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int = 1) -> Run:
+def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int = 1, noise_p: float = 0.0) -> Run:
+    """N flows over N x 10 Mbit/s with a one-BDP buffer (section 3.2). `noise_p` > 0 (drop-tail
+    only): a random drop of that probability in front of the queue, a diagnostic of phase locking
+    (the run's name ends in ``-noise``)."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
+    if noise_p and arm != "droptail":
+        raise ValueError("noise_p is for the drop-tail arm")
     d = _base("weakconv_sharing.toml")
     rate = 10e6 * n
     d["name"] = f"weakconv-share-{cc}-{n}-{round(rtt_s * 1000)}ms-{arm}"
@@ -138,14 +145,17 @@ def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int
     if arm == "drr":
         t.pop("queue_pkts", None)
         t["queue"] = {"kind": "drr", "limit_pkts": q, "quantum_bytes": 1500}
+    elif noise_p:
+        t.pop("queue_pkts", None)
+        t["queue"] = {"kind": "random_drop", "p": noise_p, "inner": {"kind": "drop_tail", "limit_pkts": q}}
     else:
         t["queue_pkts"] = q
     d["groups"] = [{"name": "all", "kind": COUPLER}] if arm == "ccc" else []
     starts = _start_times(seed, n)
     d["flows"] = [{"type": "tcp", "pair": i, "cc": cc, "start_s": starts[i], **({"group": "all"} if arm == "ccc" else {})}
                   for i in range(n)]
-    name = f"share-{cc}-{n}-{round(rtt_s * 1000)}ms-{arm}"
-    return Run(name, "sharing", {"cc": cc, "n": n, "rtt_s": rtt_s, "arm": arm, "queue_pkts": q}, d)
+    name = f"share-{cc}-{n}-{round(rtt_s * 1000)}ms-{arm}" + ("-noise" if noise_p else "")
+    return Run(name, "sharing", {"cc": cc, "n": n, "rtt_s": rtt_s, "arm": arm, "queue_pkts": q, "noise_p": noise_p}, d)
 
 
 def fct_run(arm: str, reps: int, seed: int, sample_s: float = 0.0, spacing_s: float = FCT_SPACING_S,
@@ -210,6 +220,8 @@ def experiments(plan: Plan) -> List[Run]:
     if plan.full:
         runs += [sharing_run(cc, n, 0.01, "droptail", plan.hours) for cc in CCS for n in FLOW_COUNTS]
         runs += [sharing_run(cc, n, 0.1, arm, plan.hours) for arm in ("ccc", "drr") for cc in CCS for n in FLOW_COUNTS]
+        # The diagnostic of phase locking: the most locked run with a little random drop.
+        runs += [sharing_run("newreno", 2, 0.01, "droptail", plan.hours, noise_p=NOISE_P)]
     arms = ARMS if plan.full else ("droptail",)
     runs += [fct_run(arm, plan.fct_reps, seed) for arm in arms for seed in range(1, plan.fct_seeds + 1)]
     # The paper does not name Fig. 8's TCP: NewReno beside the CUBIC default, one seed's worth.
