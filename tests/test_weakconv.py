@@ -231,6 +231,12 @@ def test_cycle_power_tells_a_locked_run_from_a_random_walk():
     for i in range(1, t.size):
         x[i] = x[i - 1] + 0.01 * (10.0 - x[i - 1]) + 0.3 * e[i]
     assert W.cycle_power(x) < W.LOCKED_POWER
+    # A slow walk (a 3000-s memory) puts its power at periods above 600 s, which are left out.
+    y = np.empty(t.size)
+    y[0] = 10.0
+    for i in range(1, t.size):
+        y[i] = y[i - 1] + (10.0 - y[i - 1]) / 3000 + 0.1 * e[i]
+    assert W.cycle_power(y + np.random.default_rng(4).normal(0, 2, t.size)) < W.LOCKED_POWER
 
 
 def test_completion_times_leave_out_overlapping_and_unfinished_repetitions():

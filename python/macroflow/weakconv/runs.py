@@ -60,7 +60,7 @@ ARMS = ("droptail", "ccc", "drr")
 #: Algorithm 4), the project's TCP-CCC.
 COUPLER = "ccc_handover"
 
-#: The diagnostic run's random drop: about 1/400 of the congestion losses of two Reno flows at 10 ms.
+#: The diagnostic run's random drop: about 0.2 % of the congestion losses of two Reno flows at 10 ms.
 NOISE_P = 1e-5
 #: Section 4 / Fig. 8: the short flow's size, the spacing of its starts, the warm-up before the first.
 FCT_SIZE_BYTES = 12_000_000
@@ -350,7 +350,7 @@ def warmup_counts(run: Run, root: pathlib.Path) -> Dict[str, List[int]]:
     tables = run_scenario(validate(sc, run.name + " (warm-up)"))
     t = tables["flows"].to_pydict()
     counts = {k: list(t[k]) for k in ("data_pkts_sent", "retransmits", "fast_recoveries", "timeouts", "delivered_bytes")}
-    counts["packets_dropped"] = int((tables["flows"].schema.metadata or {}).get(b"packets_dropped", b"0"))
+    counts["packets_dropped"] = int(tables["flows"].schema.metadata[b"packets_dropped"])
     f.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(f, {"key": run.key, "v": 3, "counts": counts})
     return counts
