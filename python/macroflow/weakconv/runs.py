@@ -161,8 +161,8 @@ def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int
 def fct_run(arm: str, reps: int, seed: int, sample_s: float = 0.0, spacing_s: float = FCT_SPACING_S,
             cc: Optional[str] = None) -> Run:
     """9 long flows over 100 Mbit/s and `reps` flows of 12 MB on the 10th pair, one every
-    `spacing_s` after a warm-up (seed 001 Fig. 8), all with the base file's congestion control. `sample_s` 0: summaries only (the
-    completion times are in the flows table)."""
+    `spacing_s` after a warm-up (seed 001 Fig. 8), all with `cc` (default: the base file's,
+    CUBIC). `sample_s` 0: summaries only (the completion times are in the flows table)."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
     if reps < 1:
