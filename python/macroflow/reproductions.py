@@ -647,12 +647,16 @@ def _pair_rates(path: Any, t0_s: float) -> Tuple[float, float, float]:
 
 
 def _corr(a: Sequence[float], b: Sequence[float]) -> float:
+    """Pearson's correlation, NaN for fewer than 3 pairs or a constant side (numpy's:
+    statistics.correlation is Python 3.10+, and the package supports 3.9)."""
+    import numpy as np
+
     if len(a) < 3 or len(a) != len(b):
         return float("nan")
-    try:
-        return statistics.correlation(a, b)
-    except (statistics.StatisticsError, ZeroDivisionError):
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))) or x.std() == 0 or y.std() == 0:
         return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def _t93l_checks(runs: Mapping[str, List[Dict[str, Any]]]) -> List[Check]:

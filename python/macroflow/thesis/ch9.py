@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from macroflow.metrics import jain
 from macroflow.reproductions import (
+    _corr,
     CLAIM_GOODPUT,
     WHY_ONE_FLOW,
     Check,
@@ -488,10 +489,7 @@ def _measure_96(r: Dict[str, Any]) -> Dict[str, Any]:
     w2 = {round(t, 6): w for t, w in zip(f2["t"], f2["cwnd"]) if t0 <= t <= t1}
     pairs = [(w, w2[round(t, 6)]) for t, w in zip(f1["t"], f1["cwnd"]) if round(t, 6) in w2]
     share = sum(p for p, _ in pairs) / sum(p + q for p, q in pairs) if pairs else float("nan")
-    try:
-        corr = statistics.correlation([p for p, _ in pairs], [q for _, q in pairs])
-    except (statistics.StatisticsError, ValueError):
-        corr = float("nan")
+    corr = _corr([p for p, _ in pairs], [q for _, q in pairs])
     before = [w for t, w in zip(ts, agg) if end2 - 2.0 <= t < end2]
     after = _window(f1, "cwnd", end2 + 1.0, end2 + 3.0)
     ratio = statistics.fmean(after) / statistics.fmean(before) if before and after else float("nan")
