@@ -332,7 +332,7 @@ def _table1(a: Analysis) -> None:
             for name, o, p in zip(("5 %", "50 %", "95 %", "mean"), ours, paper):
                 ok = _within(o, p)
                 a.add(f"Table 1, {CC_LABEL[cc]} {label}, {name}", f"{p:.1f} Mbit/s (10 %)", f"{o:.2f} Mbit/s", ok,
-                      "" if ok else _table1_why(cc, n, name))
+                      "" if ok else "see the notes under Table 1")
     a.tables["table1"] = rows
     # Fig. 2: random drop against the chain at the run's own P_loss, 1500-byte packets, 100 ms.
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4), dpi=110, sharey=True)
@@ -376,11 +376,6 @@ def _rate_axes(ax: Any, title: str) -> None:
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-
-
-def _table1_why(cc: str, n: Any, col: str) -> str:
-    """Filled in from the measurements once they are known (see the page's notes)."""
-    return "see the notes under Table 1"
 
 
 def _fig5_6_table2(a: Analysis) -> None:
