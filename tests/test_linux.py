@@ -77,6 +77,11 @@ BAD = [
     ("a group's burst limit", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "ccc"\nmax_burst_pkts = 1e6\n[[flows]]\ntype = "tcp"\n'
                                           'pair = 0\ngroup = "g"\n'), r"groups\.0\.max_burst_pkts = 1e\+06"),
     ("too many nodes", _dumbbell(40), r"82 nodes"),
+    ("the hosts' sending jitter", _dumbbell(2, access_jitter_s=0.0006), r"topology\.access_jitter_s = 0\.0006: the sending jitter"),
+    ("a graph link's jitter", 'name = "x"\nduration_s = 5\n[topology]\nkind = "graph"\nnodes = ["a", "b"]\n'
+     'links = [{from = "a", to = "b", rate_bps = 1e7, delay_s = 0.01}, {from = "b", to = "a", rate_bps = 1e7, delay_s = 0.01, '
+     'duplex = false, jitter_s = 1e-4}]\n[[flows]]\ntype = "tcp"\nsrc = "a"\ndst = "b"\n',
+     r"topology\.links\.1\.jitter_s = 0\.0001"),
 ]
 
 

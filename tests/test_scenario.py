@@ -45,7 +45,7 @@ def test_every_scenario_feature_has_a_commented_example():
                    'type = "web"', 'type = "udp"', 'type = "media"', "size_bytes", "dscp", "measure_links",
                    "priority_changes", "pauses", "delay_max_s", 'kind = "none"', 'source = "video"', 'source = "app_limited"',
                    'kind = "self_similar"', 'cc = "cubic"', "duplex", "access", "sample_interval_s",
-                   "max_burst_pkts", "delayed_ack", "fse_delay_min_s"):
+                   "max_burst_pkts", "delayed_ack", "fse_delay_min_s", "access_jitter_s"):
         assert needle in text, f"no example of {needle}"
     for f in sorted((ROOT / "scenarios").glob("*.toml")):
         assert f.read_text().startswith("#"), f"{f.name} starts with a comment saying what it shows"
@@ -261,3 +261,37 @@ group = "g"
 def test_the_new_coupling_fields_refuse_misuse(extra, needle):
     with pytest.raises(ScenarioError, match=needle):
         parse(BASE + extra, "x.toml")
+
+
+JITTERED = {
+    "dumbbell": (BASE.replace("pairs = 2", "pairs = 2\naccess_jitter_s = {j}") + '[[flows]]\ntype = "tcp"\npair = 1\n'),
+    "parking_lot": (BASE.replace("[topology]\npairs = 2", '[topology]\nkind = "parking_lot"\nhops = 2\naccess_jitter_s = {j}')
+                    .replace("pair = 0", 'src = "H0"\ndst = "H2"') + '[[flows]]\ntype = "tcp"\nsrc = "H1"\ndst = "H2"\n'),
+    "graph": (BASE.replace("[topology]\npairs = 2", '[topology]\nkind = "graph"\nnodes = ["a", "b", "c"]\n'
+                           'links = [{{from = "a", to = "b", rate_bps = 1e9, delay_s = 0.001, jitter_s = {j}}}, '
+                           '{{from = "c", to = "b", rate_bps = 1e9, delay_s = 0.001, jitter_s = {j}}}]')
+              .replace("pair = 0", 'src = "a"\ndst = "c"') + '[[flows]]\ntype = "tcp"\nsrc = "c"\ndst = "a"\n'),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(JITTERED))
+def test_jitter_reaches_the_simulator_and_a_seed_repeats_it(kind):
+    """The hosts' sending jitter (the graph: a link's): zero is the file without it, bit for bit;
+    any other value moves the packets (tests in crates/sim/tests/jitter.rs check how), and one seed
+    gives one run."""
+    text = JITTERED[kind]
+    plain = run(parse(text.format(j=0.0)))
+    if kind != "graph":
+        assert plain["flows"].equals(run(parse(text.replace("access_jitter_s = {j}\n", "").format(j=0.0)))["flows"])
+    a, b = run(parse(text.format(j=0.0005))), run(parse(text.format(j=0.0005)))
+    assert a["flows"].equals(b["flows"]) and a["flow_samples"].equals(b["flow_samples"])
+    assert not a["flows"].equals(plain["flows"])
+
+
+@pytest.mark.parametrize("value, needle", [(-1e-6, "greater than or equal to 0"), (1.5, "less than or equal to 1")])
+def test_jitter_out_of_range_names_its_field(value, needle):
+    for kind, path in (("dumbbell", "topology.access_jitter_s"), ("parking_lot", "topology.access_jitter_s"),
+                       ("graph", "topology.links.0.jitter_s")):
+        with pytest.raises(ScenarioError) as e:
+            parse(JITTERED[kind].format(j=value), "x.toml")
+        assert path in str(e.value) and needle in str(e.value), str(e.value)

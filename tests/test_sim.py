@@ -83,6 +83,18 @@ def test_invalid_parameters_name_the_parameter():
         s.dumbbell(1, queue_pkts=0)
     with pytest.raises(SimulationError, match="bottleneck_rate_bps"):
         Simulation().dumbbell(1, bottleneck_rate_bps=-5)
+    # Jitter: at most a second, not negative; a refused call leaves the topology as it was.
+    s = Simulation()
+    a, b = s.add_node("a"), s.add_node("b")
+    with pytest.raises(SimulationError, match=r"link\[0\]\.jitter.*0 \.\.= 1 s"):
+        s.add_link(a, b, 1e6, 0.01, jitter_s=1.5)
+    with pytest.raises(SimulationError, match="jitter_s"):
+        s.add_link(a, b, 1e6, 0.01, jitter_s=-1e-3)
+    with pytest.raises(SimulationError, match="dumbbell.access_jitter"):
+        s.dumbbell(2, access_jitter_s=2.0)
+    with pytest.raises(SimulationError, match=r"link\[\d+\]\.jitter"):
+        s.parking_lot(2, access_jitter_s=2.0)
+    assert s.add_link(a, b, 1e6, 0.01, jitter_s=1.0) == 0
     s = Simulation()
     d = s.dumbbell(1)
     with pytest.raises(SimulationError, match=r"flow\[0\]\.src.*99"):

@@ -21,7 +21,7 @@ from macroflow.weakconv import runs as R
 def test_the_full_plan_is_the_papers_set_up():
     runs = R.experiments(R.PLANS["full"])
     names = [r.name for r in runs]
-    assert len(names) == len(set(names)) == 2 + 6 + 6 + 12 + 1 + 3 * 4 + 1 + 3
+    assert len(names) == len(set(names)) == 2 + 6 + 6 + 12 + 2 + 3 * 4 + 1 + 3
     by = {r.name: r for r in runs}
     for r in runs:
         validate(r.scenario, r.name)
@@ -49,6 +49,12 @@ def test_the_full_plan_is_the_papers_set_up():
             assert c["groups"] == [{"name": "all", "kind": R.COUPLER}] and all(f["group"] == "all" for f in c["flows"])
             d = by[f"share-{cc}-{n}-100ms-drr"].scenario["topology"]
             assert d["queue"]["kind"] == "drr" and d["queue"]["limit_pkts"] == q100 and "queue_pkts" not in d
+            # The hosts' jitter: one bottleneck service time of a 1500-byte packet, in every arm.
+            for arm, rtt in (("droptail", 100), ("droptail", 10), ("ccc", 100), ("drr", 100)):
+                jit = by[f"share-{cc}-{n}-{rtt}ms-{arm}"].scenario["topology"]["access_jitter_s"]
+                assert jit == pytest.approx(1500 * 8 / (n * 10e6))
+    assert by["share-newreno-2-10ms-droptail-nojitter"].scenario["topology"]["access_jitter_s"] == 0.0
+    assert by["share-newreno-2-10ms-droptail-jitter50us"].scenario["topology"]["access_jitter_s"] == 50e-6
     # Section 4: 9 long flows over 100 Mbit/s and 12-MB flows one after another on the 10th pair.
     f = by["fct-droptail-s1"].scenario
     shorts = [x for x in f["flows"] if "size_bytes" in x]
@@ -59,6 +65,7 @@ def test_the_full_plan_is_the_papers_set_up():
     assert np.all((np.asarray(starts) >= slots) & (np.asarray(starts) < slots + 1.0))
     assert f["duration_s"] == slots[-1] + R.FCT_SPACING_S + R.FCT_MARGIN_S
     assert f["sample_interval_s"] == 0  # 500 flows: the completion times are in the flows table
+    assert f["topology"]["access_jitter_s"] == pytest.approx(1500 * 8 / 100e6)
     assert {x["cc"] for x in f["flows"]} == {"cubic"} and {x["cc"] for x in by["fct-droptail-s1-newreno"].scenario["flows"]} == {"newreno"}
     # The simulator draws no random numbers for TCP or drop-tail: each seed must start its flows
     # at other times, or its repetitions would repeat another seed's.
@@ -75,6 +82,29 @@ def test_bad_arms_and_plans_are_refused():
         R.fct_run("ccc", 0, 1)
     with pytest.raises(ValueError, match="hours"):
         R.experiments(R.Plan(hours=0.05))
+    with pytest.raises(ValueError, match="drop-tail"):
+        R.sharing_run("newreno", 2, 0.1, "drr", 1.0, jitter_s=0.0)
+    with pytest.raises(ValueError, match="jitter_s"):
+        R.sharing_run("newreno", 2, 0.1, "droptail", 1.0, jitter_s=-1.0)
+
+
+def test_the_hosts_jitter_unlocks_the_run_that_locked_hardest():
+    """Two Reno flows at 10 ms over 20 Mbit/s and a 17-packet drop-tail: in a deterministic
+    simulation they lock into a cycle in which one flow takes about twice the other's rate, hour
+    after hour (issue 19's first full run: 6.7 / 13.3 Mbit/s over 12 hours); with the hosts
+    sending with a jitter of one bottleneck service time they share (Floyd and Jacobson's phase
+    effects, and their remedy). Half an hour each, after the warm-up."""
+    from macroflow.scenario import run as run_scenario
+
+    def shares(jitter: bool) -> list:
+        r = R.sharing_run("newreno", 2, 0.01, "droptail", 0.5, jitter_s=None if jitter else 0.0)
+        f = run_scenario(validate(r.scenario, r.name))["flows"].to_pydict()
+        return sorted(f["goodput_bps"])
+
+    locked, free = shares(False), shares(True)
+    assert locked[1] > 1.5 * locked[0], locked
+    assert free[1] < 1.05 * free[0], free
+    assert sum(free) > 0.9 * sum(locked)  # sharing costs no throughput
 
 
 # --- the measurements ----------------------------------------------------------------------------

@@ -525,6 +525,7 @@ class Simulation:
         queue_bytes: int | None = None,
         random_drop: float = 0.0,
         queue: dict[str, Any] | None = None,
+        jitter_s: float = 0.0,
     ) -> int:
         """A one-way link with a drop-tail queue (packets or bytes; 1000 packets by default),
         optionally with Bernoulli random drop in front of it; or with any discipline given as a
@@ -547,7 +548,10 @@ class Simulation:
         Specs nest at most 16 levels (``inner``, a class's ``queue``). Unknown kinds or keys,
         missing keys, values of the wrong type (``None`` and booleans are not numbers) and bad
         values raise SimulationError naming the path, e.g. ``queue.inner.kind: unknown queue
-        kind "fifo"; ...`` or ``queue: missing field `inner```."""
+        kind "fifo"; ...`` or ``queue: missing field `inner```.
+
+        ``jitter_s`` (0 ..= 1): each packet's propagation is longer by a uniform draw in
+        [0, jitter_s], its order kept: a host's sending jitter (ns-2's TCP ``overhead_``)."""
     def dumbbell(
         self,
         pairs: int,
@@ -558,9 +562,11 @@ class Simulation:
         access_delays_s: list[float] | None = None,
         random_drop: float = 0.0,
         queue: dict[str, Any] | None = None,
+        access_jitter_s: float = 0.0,
     ) -> dict[str, Any]:
         """The dissertation's dumbbell by default (83-packet drop-tail bottleneck); ``queue`` (a
-        spec, see :meth:`add_link`) replaces the bottleneck's queue. Returns ``senders``,
+        spec, see :meth:`add_link`) replaces the bottleneck's queue; ``access_jitter_s`` is the
+        hosts' sending jitter, on each host's link to its router. Returns ``senders``,
         ``receivers`` (node ids), ``bottleneck`` and ``reverse`` (link ids). A failed call leaves
         the topology unchanged."""
     def parking_lot(
@@ -572,9 +578,11 @@ class Simulation:
         access_rate_bps: float = 1e9,
         access_delay_s: float = 0.001,
         queue: dict[str, Any] | None = None,
+        access_jitter_s: float = 0.0,
     ) -> dict[str, Any]:
         """Routers R0..R{hops} in a chain (duplex links of ``rate_bps``, ``delay_s``, a drop-tail
-        of ``queue_pkts`` (default 1000) or a ``queue`` spec), host H{i} on router R{i}. Returns
+        of ``queue_pkts`` (default 1000) or a ``queue`` spec), host H{i} on router R{i} (its link
+        to the router with ``access_jitter_s`` of sending jitter). Returns
         ``routers``, ``hosts`` (node ids) and ``hops`` (the forward links R{i} -> R{i+1})."""
     def add_tcp_flow(
         self,

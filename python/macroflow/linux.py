@@ -301,6 +301,14 @@ def plan(sc: Scenario) -> Plan:
             raise LinuxEngineError(
                 f"groups.{i}.kind = {g.kind!r}: the kernel couples connections with ctrlTCP (macroflow_ccc, "
                 f"kinds {sorted(CCC_KINDS)}); {g.kind!r} runs in the simulator only")
+    t = sc.topology
+    jitter = [("topology.access_jitter_s", getattr(t, "access_jitter_s", 0.0))] + [
+        (f"topology.links.{i}.jitter_s", l.jitter_s) for i, l in enumerate(getattr(t, "links", []))]
+    for where, j in jitter:
+        if j:
+            raise LinuxEngineError(f"{where} = {j:g}: the sending jitter is the simulator's stand-in for a real "
+                                   f"host's timing noise; the linux engine's hosts have their own (and its delay "
+                                   f"line adds none)")
     if sc.duration_s > MAX_DURATION_S:
         raise LinuxEngineError(f"duration_s = {sc.duration_s}: the linux engine runs in real time, at most {MAX_DURATION_S:g} s")
     if 0 < sc.sample_interval_s < MIN_SAMPLE_INTERVAL_S:

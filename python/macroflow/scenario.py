@@ -47,6 +47,9 @@ MAX_PRIORITY = 1e12
 MAX_RATE_BPS = 1e15
 #: The longest time anywhere in a scenario (a duration, start, delay): about 31 years.
 MAX_TIME_S = 1e9
+#: The most jitter a link may have (the simulator's MAX_JITTER): a per-packet host delay of more
+#: than a second is a mistake.
+MAX_JITTER_S = 1.0
 #: The most time-series samples a run may take (duration / sample interval).
 MAX_SAMPLES = 1e7
 #: A kernel congestion control's name (TCP_CA_NAME_MAX is 16 bytes with the terminating zero).
@@ -102,6 +105,11 @@ class Dumbbell(_Strict):
     access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
     access_delays_s: Optional[List[Annotated[float, Field(ge=0)]]] = None
     random_drop: float = Field(default=0.0, ge=0, le=1)
+    #: The hosts' sending jitter: each packet a host sends (data or ACK) takes longer on its link
+    #: to the router by a uniform draw in [0, access_jitter_s], order kept: ns-2's TCP overhead_,
+    #: the random processing time that breaks a deterministic simulation's phase effects (Floyd
+    #: and Jacobson 1992). Simulator only.
+    access_jitter_s: float = Field(default=0.0, ge=0, le=MAX_JITTER_S)
 
     @model_validator(mode="after")
     def _one_delay_per_pair(self) -> "Dumbbell":
@@ -124,6 +132,8 @@ class ParkingLot(_Strict):
     queue: Optional[QueueSpec] = None
     access_rate_bps: float = Field(default=1e9, gt=0, le=MAX_RATE_BPS)
     access_delay_s: float = Field(default=0.001, ge=0, le=MAX_TIME_S)
+    #: The hosts' sending jitter (see Dumbbell.access_jitter_s). Simulator only.
+    access_jitter_s: float = Field(default=0.0, ge=0, le=MAX_JITTER_S)
 
     @model_validator(mode="after")
     def _one_queue(self) -> "ParkingLot":
@@ -143,6 +153,9 @@ class GraphLink(_Strict):
     queue_pkts: Optional[int] = Field(default=None, ge=1, le=10**6)  # the simulator's MAX_QUEUE_PKTS
     queue: Optional[QueueSpec] = None
     duplex: bool = True
+    #: Each packet's propagation is longer by a uniform draw in [0, jitter_s], order kept (see
+    #: Dumbbell.access_jitter_s), in each direction the link has. Simulator only.
+    jitter_s: float = Field(default=0.0, ge=0, le=MAX_JITTER_S)
 
     @model_validator(mode="after")
     def _one_queue(self) -> "GraphLink":
@@ -627,12 +640,14 @@ def _build_topology(s: Simulation, t: Union[Dumbbell, ParkingLot, Graph]) -> Tup
             access_delays_s=t.access_delays_s,
             random_drop=t.random_drop,
             queue=t.queue,
+            access_jitter_s=t.access_jitter_s,
         )
         return (lambda f: (d["senders"][f.pair], d["receivers"][f.pair])), {"bottleneck": d["bottleneck"], "reverse": d["reverse"]}
     if isinstance(t, ParkingLot):
         p = s.parking_lot(
             t.hops, rate_bps=t.rate_bps, delay_s=t.delay_s, queue_pkts=t.queue_pkts,
             access_rate_bps=t.access_rate_bps, access_delay_s=t.access_delay_s, queue=t.queue,
+            access_jitter_s=t.access_jitter_s,
         )
         ids = {f"H{i}": h for i, h in enumerate(p["hosts"])}
         ids.update({f"R{i}": r for i, r in enumerate(p["routers"])})
@@ -642,7 +657,7 @@ def _build_topology(s: Simulation, t: Union[Dumbbell, ParkingLot, Graph]) -> Tup
     for l in t.links:
         ends = [(l.from_, l.to)] + ([(l.to, l.from_)] if l.duplex else [])
         for a, b in ends:
-            links[f"{a}->{b}"] = s.add_link(ids[a], ids[b], l.rate_bps, l.delay_s, queue_pkts=l.queue_pkts, queue=l.queue)
+            links[f"{a}->{b}"] = s.add_link(ids[a], ids[b], l.rate_bps, l.delay_s, queue_pkts=l.queue_pkts, queue=l.queue, jitter_s=l.jitter_s)
     return (lambda f: (ids[f.src], ids[f.dst])), links
 
 

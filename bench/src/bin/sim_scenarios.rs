@@ -131,6 +131,7 @@ fn main() {
             rate_bps: args.num("--bottleneck-bps"),
             delay: secs(args.num("--bottleneck-delay-s"), "--bottleneck-delay-s"),
             queue,
+            jitter: Duration::ZERO,
         },
         access_rate_bps: args.num("--access-bps"),
         access_delays: delays
@@ -138,6 +139,7 @@ fn main() {
             .map(|&d| secs(d, "--access-delays-s"))
             .collect(),
         access_queue: QueueConfig::drop_tail_pkts(100_000),
+        access_jitter: Duration::ZERO,
     };
     let d = dumbbell(&mut net, &cfg).unwrap_or_else(|e| die(&format!("topology: {e}")));
     let mut sim = Sim::new(net, seed).expect("routed");

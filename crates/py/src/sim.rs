@@ -288,8 +288,9 @@ impl PySimulation {
 
     /// A one-way link; returns its id. The queue is a drop-tail of `queue_pkts` (or
     /// `queue_bytes`, default 1000 packets) with optional random loss, or any discipline given
-    /// as a `queue` spec (read by `sim::net::queue::QueueSpec`; not both).
-    #[pyo3(signature = (src, dst, rate_bps, delay_s, queue_pkts=None, queue_bytes=None, random_drop=0.0, queue=None))]
+    /// as a `queue` spec (read by `sim::net::queue::QueueSpec`; not both). `jitter_s`: each
+    /// packet's propagation is longer by a uniform draw in [0, jitter_s], order kept (at most 1 s).
+    #[pyo3(signature = (src, dst, rate_bps, delay_s, queue_pkts=None, queue_bytes=None, random_drop=0.0, queue=None, jitter_s=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn add_link(
         &self,
@@ -301,6 +302,7 @@ impl PySimulation {
         queue_bytes: Option<u64>,
         random_drop: f64,
         queue: Option<Bound<'_, PyDict>>,
+        jitter_s: f64,
     ) -> PyResult<u32> {
         outside_the_engine(|| {
             let rate_bps = rate("rate_bps", rate_bps)?;
@@ -315,6 +317,7 @@ impl PySimulation {
                     queue.as_ref(),
                     rate_bps,
                 )?,
+                jitter: secs("jitter_s", jitter_s)?,
             };
             self.with_net(move |n| n.add_link(NodeId(src), NodeId(dst), &cfg).map(|l| l.0))
         })
@@ -323,7 +326,9 @@ impl PySimulation {
     /// The dissertation's dumbbell by default (10 Mbit/s, 48 ms, 83-packet queue; 1 Gbit/s, 1 ms
     /// access). Returns {"senders", "receivers", "bottleneck", "reverse"}.
     /// `queue` (a spec, see `add_link`) replaces the bottleneck's drop-tail of `queue_pkts`.
-    #[pyo3(signature = (pairs, bottleneck_rate_bps=10e6, bottleneck_delay_s=0.048, queue_pkts=None, access_rate_bps=1e9, access_delays_s=None, random_drop=0.0, queue=None))]
+    /// `access_jitter_s`: the hosts' sending jitter (see `add_link`'s `jitter_s`), on each host's
+    /// link to its router.
+    #[pyo3(signature = (pairs, bottleneck_rate_bps=10e6, bottleneck_delay_s=0.048, queue_pkts=None, access_rate_bps=1e9, access_delays_s=None, random_drop=0.0, queue=None, access_jitter_s=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn dumbbell<'py>(
         &self,
@@ -336,6 +341,7 @@ impl PySimulation {
         access_delays_s: Option<Vec<f64>>,
         random_drop: f64,
         queue: Option<Bound<'py, PyDict>>,
+        access_jitter_s: f64,
     ) -> PyResult<Bound<'py, PyDict>> {
         outside_the_engine(|| {
             sim::net::topology::check_pairs(pairs).map_err(sim_err)?;
@@ -364,10 +370,12 @@ impl PySimulation {
                     rate_bps: bottleneck_rate,
                     delay: secs("bottleneck_delay_s", bottleneck_delay_s)?,
                     queue: bottleneck_queue,
+                    jitter: Duration::ZERO,
                 },
                 access_rate_bps: rate("access_rate_bps", access_rate_bps)?,
                 access_delays: delays,
                 access_queue: QueueConfig::drop_tail_pkts(10_000),
+                access_jitter: secs("access_jitter_s", access_jitter_s)?,
             };
             let d = self.with_net(move |n| dumbbell(n, &cfg))?;
             let out = PyDict::new(py);
@@ -385,7 +393,8 @@ impl PySimulation {
     /// A parking lot: routers R0..R{hops} in a chain of `hops` links (each direction) with host
     /// H{i} on router R{i}. Returns {"routers", "hosts", "hops"} (`hops`: the forward links
     /// R{i} -> R{i+1}). `queue` (a spec, see `add_link`) replaces the hops' drop-tail.
-    #[pyo3(signature = (hops, rate_bps=10e6, delay_s=0.01, queue_pkts=None, access_rate_bps=1e9, access_delay_s=0.001, queue=None))]
+    /// `access_jitter_s`: the hosts' sending jitter, on each host's link to its router.
+    #[pyo3(signature = (hops, rate_bps=10e6, delay_s=0.01, queue_pkts=None, access_rate_bps=1e9, access_delay_s=0.001, queue=None, access_jitter_s=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn parking_lot<'py>(
         &self,
@@ -397,6 +406,7 @@ impl PySimulation {
         access_rate_bps: f64,
         access_delay_s: f64,
         queue: Option<Bound<'py, PyDict>>,
+        access_jitter_s: f64,
     ) -> PyResult<Bound<'py, PyDict>> {
         outside_the_engine(|| {
             let rate_bps = rate("rate_bps", rate_bps)?;
@@ -404,11 +414,13 @@ impl PySimulation {
                 rate_bps,
                 delay: secs("delay_s", delay_s)?,
                 queue: link_queue("queue", queue_pkts, None, 0.0, queue.as_ref(), rate_bps)?,
+                jitter: Duration::ZERO,
             };
             let access = LinkConfig {
                 rate_bps: rate("access_rate_bps", access_rate_bps)?,
                 delay: secs("access_delay_s", access_delay_s)?,
                 queue: QueueConfig::drop_tail_pkts(10_000),
+                jitter: secs("access_jitter_s", access_jitter_s)?,
             };
             let p = self.with_net(move |n| parking_lot(n, hops, &link, &access))?;
             let out = PyDict::new(py);

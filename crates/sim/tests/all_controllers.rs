@@ -33,11 +33,13 @@ fn run(kind: &Kind) -> (String, [f64; 3], u64, usize) {
                 end: Instant::from_secs(60),
                 inner: Box::new(QueueConfig::drop_tail_pkts(100)),
             },
+            jitter: Duration::ZERO,
         },
         // The sender's own link: 100 Mbit/s, 5 ms, 1000 packets.
         access_rate_bps: 100_000_000,
         access_delays: vec![Duration::from_millis(5)],
         access_queue: QueueConfig::drop_tail_pkts(1000),
+        access_jitter: Duration::ZERO,
     };
     let d = dumbbell(&mut net, &cfg).unwrap();
     let access = net.path(d.senders[0], d.receivers[0], 0).unwrap()[0];

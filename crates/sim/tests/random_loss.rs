@@ -20,10 +20,12 @@ fn under_loss(cc: CcKind, p: f64, seconds: u64, seed: u64) -> (f64, f64, f64) {
                 p,
                 inner: Box::new(QueueConfig::drop_tail_pkts(100_000)),
             },
+            jitter: Duration::ZERO,
         },
         access_rate_bps: 1_000_000_000,
         access_delays: vec![Duration::from_millis(1)],
         access_queue: QueueConfig::drop_tail_pkts(100_000),
+        access_jitter: Duration::ZERO,
     };
     let d = dumbbell(&mut net, &cfg).unwrap();
     let mut sim = Sim::new(net, seed).unwrap();
@@ -126,10 +128,12 @@ fn stale_timer_events_do_not_accumulate_in_a_long_lossy_run() {
                 p: 0.01,
                 inner: Box::new(QueueConfig::drop_tail_pkts(100)),
             },
+            jitter: Duration::ZERO,
         },
         access_rate_bps: 100_000_000,
         access_delays: vec![Duration::from_millis(1)],
         access_queue: QueueConfig::drop_tail_pkts(1000),
+        access_jitter: Duration::ZERO,
     };
     let d = dumbbell(&mut net, &cfg).unwrap();
     let mut sim = Sim::new(net, 1).unwrap();

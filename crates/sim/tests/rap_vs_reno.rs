@@ -22,10 +22,12 @@ fn path(p: f64, seed: u64) -> (Sim, sim::net::topology::Dumbbell) {
                 p,
                 inner: Box::new(QueueConfig::drop_tail_pkts(10_000)),
             },
+            jitter: Duration::ZERO,
         },
         access_rate_bps: 1_000_000_000,
         access_delays: vec![Duration::from_millis(1)],
         access_queue: QueueConfig::drop_tail_pkts(10_000),
+        access_jitter: Duration::ZERO,
     };
     let d = dumbbell(&mut net, &cfg).unwrap();
     (Sim::new(net, seed).unwrap(), d)

@@ -20,6 +20,7 @@ fn bottleneck(rate_bps: u64) -> LinkConfig {
         rate_bps,
         delay: Duration::from_millis(1),
         queue: QueueConfig::drop_tail_pkts(queue),
+        jitter: Duration::ZERO,
     }
 }
 
@@ -42,6 +43,7 @@ fn run(
         access_rate_bps: 1_000_000_000,
         access_delays: access,
         access_queue: QueueConfig::drop_tail_pkts(10_000),
+        access_jitter: Duration::ZERO,
     };
     let d = dumbbell(&mut net, &cfg).unwrap();
     let mut sim = Sim::new(net, 11).unwrap();

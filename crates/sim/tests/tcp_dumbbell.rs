@@ -187,6 +187,7 @@ fn ecmp_spreads_flows_between_the_same_hosts() {
         rate_bps: 10_000_000,
         delay: Duration::from_millis(5),
         queue: QueueConfig::drop_tail_pkts(50),
+        jitter: Duration::ZERO,
     };
     let mut net = Network::default();
     graph(

@@ -60,8 +60,21 @@ ARMS = ("droptail", "ccc", "drr")
 #: Algorithm 4), the project's TCP-CCC.
 COUPLER = "ccc_handover"
 
-#: The diagnostic run's random drop: about 0.2 % of the congestion losses of two Reno flows at 10 ms.
-NOISE_P = 1e-5
+#: The diagnostic runs' jitters (two Reno flows at 10 ms, 20 Mbit/s: 600 us is the default).
+DIAGNOSTIC_JITTERS_S = (0.0, 50e-6)
+
+
+def host_jitter_s(bottleneck_rate_bps: float) -> float:
+    """The hosts' sending jitter of the sharing and completion-time runs: one bottleneck service
+    time of a full packet (600 us at 20 Mbit/s, 120 us at 100 Mbit/s). The paper's testbed hosts
+    have timing noise of their own; a deterministic simulator has none, and identical flows over
+    a drop-tail queue then lock into a repeating pattern of which flow loses at each overflow.
+    Floyd and Jacobson (1992) remove these phase effects with a random per-packet processing time
+    at the source of up to the bottleneck service time, the magnitude taken here (ns-2's TCP
+    ``overhead_`` is that knob). Chosen from that rule before the runs were made, not fitted; the
+    ``-nojitter`` diagnostic run shows what it changes."""
+    return round(PACKET_BITS / bottleneck_rate_bps, 9)
+
 #: Section 4 / Fig. 8: the short flow's size, the spacing of its starts, the warm-up before the first.
 FCT_SIZE_BYTES = 12_000_000
 FCT_SPACING_S = 45.0
@@ -126,36 +139,39 @@ def random_drop_run(cc: str, hours: float, seed: int = 1) -> Run:
     return Run(f"rd-{cc}", "random_drop", {"cc": cc, "p_loss": p, "rtt_s": 0.1}, d)
 
 
-def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int = 1, noise_p: float = 0.0) -> Run:
-    """N flows over N x 10 Mbit/s with a one-BDP buffer (section 3.2). `noise_p` > 0 (drop-tail
-    only): a random drop of that probability in front of the queue, a diagnostic of phase locking
-    (the run's name ends in ``-noise``)."""
+def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int = 1,
+                jitter_s: Optional[float] = None) -> Run:
+    """N flows over N x 10 Mbit/s with a one-BDP buffer (section 3.2), the hosts with the sending
+    jitter of :func:`host_jitter_s`. Another `jitter_s` (drop-tail only) is a diagnostic of phase
+    locking: the run's name ends in ``-nojitter`` (0) or ``-jitter<us>us``."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
-    if noise_p and arm != "droptail":
-        raise ValueError("noise_p is for the drop-tail arm")
+    if jitter_s is not None and arm != "droptail":
+        raise ValueError("a run with another jitter is a diagnostic of the drop-tail arm")
+    if jitter_s is not None and not 0.0 <= jitter_s <= 1.0:
+        raise ValueError(f"jitter_s must be in [0, 1] s, got {jitter_s}")
     d = _base("weakconv_sharing.toml")
     rate = 10e6 * n
     d["name"] = f"weakconv-share-{cc}-{n}-{round(rtt_s * 1000)}ms-{arm}"
     d["seed"] = seed
     d["duration_s"] = round(hours * 3600.0, 3)
     t = d["topology"]
-    t.update(pairs=n, bottleneck_rate_bps=rate, bottleneck_delay_s=_dumbbell_delay_s(rtt_s))
+    t.update(pairs=n, bottleneck_rate_bps=rate, bottleneck_delay_s=_dumbbell_delay_s(rtt_s),
+             access_jitter_s=host_jitter_s(rate) if jitter_s is None else jitter_s)
     q = _bdp_pkts(rate, rtt_s)
     if arm == "drr":
         t.pop("queue_pkts", None)
         t["queue"] = {"kind": "drr", "limit_pkts": q, "quantum_bytes": 1500}
-    elif noise_p:
-        t.pop("queue_pkts", None)
-        t["queue"] = {"kind": "random_drop", "p": noise_p, "inner": {"kind": "drop_tail", "limit_pkts": q}}
     else:
         t["queue_pkts"] = q
     d["groups"] = [{"name": "all", "kind": COUPLER}] if arm == "ccc" else []
     starts = _start_times(seed, n)
     d["flows"] = [{"type": "tcp", "pair": i, "cc": cc, "start_s": starts[i], **({"group": "all"} if arm == "ccc" else {})}
                   for i in range(n)]
-    name = f"share-{cc}-{n}-{round(rtt_s * 1000)}ms-{arm}" + ("-noise" if noise_p else "")
-    return Run(name, "sharing", {"cc": cc, "n": n, "rtt_s": rtt_s, "arm": arm, "queue_pkts": q, "noise_p": noise_p}, d)
+    name = f"share-{cc}-{n}-{round(rtt_s * 1000)}ms-{arm}" + (
+        "" if jitter_s is None else "-nojitter" if jitter_s == 0 else f"-jitter{round(jitter_s * 1e6)}us")
+    return Run(name, "sharing", {"cc": cc, "n": n, "rtt_s": rtt_s, "arm": arm, "queue_pkts": q,
+                                 "access_jitter_s": t["access_jitter_s"]}, d)
 
 
 def fct_run(arm: str, reps: int, seed: int, sample_s: float = 0.0, spacing_s: float = FCT_SPACING_S,
@@ -220,8 +236,9 @@ def experiments(plan: Plan) -> List[Run]:
     if plan.full:
         runs += [sharing_run(cc, n, 0.01, "droptail", plan.hours) for cc in CCS for n in FLOW_COUNTS]
         runs += [sharing_run(cc, n, 0.1, arm, plan.hours) for arm in ("ccc", "drr") for cc in CCS for n in FLOW_COUNTS]
-        # The diagnostic of phase locking: the most locked run with a little random drop.
-        runs += [sharing_run("newreno", 2, 0.01, "droptail", plan.hours, noise_p=NOISE_P)]
+        # The diagnostic of phase locking: the set-up that locked hardest without the hosts' jitter,
+        # and with a twelfth of it (how much noise it takes).
+        runs += [sharing_run("newreno", 2, 0.01, "droptail", plan.hours, jitter_s=j) for j in DIAGNOSTIC_JITTERS_S]
     arms = ARMS if plan.full else ("droptail",)
     runs += [fct_run(arm, plan.fct_reps, seed) for arm in arms for seed in range(1, plan.fct_seeds + 1)]
     # The paper does not name Fig. 8's TCP: NewReno beside the CUBIC default, one seed's worth.

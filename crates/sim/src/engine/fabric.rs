@@ -12,7 +12,8 @@ use crate::packet::{Packet, PacketId, PacketPool};
 use crate::rng::SimRng;
 use crate::stats::PacketEventKind;
 use crate::transport::tcp::Outbox;
-use coupling::Instant;
+use coupling::{Duration, Instant};
+use rand::RngExt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum NetEvent {
@@ -96,7 +97,7 @@ impl Fabric {
     ) -> Option<Packet> {
         match ev {
             NetEvent::TxDone(l) => {
-                self.tx_done(LinkId(l), now, sched);
+                self.tx_done(LinkId(l), now, sched, rng);
                 None
             }
             NetEvent::Arrive(l) => {
@@ -215,13 +216,20 @@ impl Fabric {
         sched.schedule(now + tx, Event::Net(NetEvent::TxDone(link.0)));
     }
 
-    fn tx_done(&mut self, link: LinkId, now: Instant, sched: &mut Scheduler) {
+    fn tx_done(&mut self, link: LinkId, now: Instant, sched: &mut Scheduler, rng: &mut SimRng) {
         let l = &mut self.net.links[link.0 as usize];
         let id = l
             .transmitting
             .take()
             .expect("a link finishing a transmission has a packet");
-        let arrive = now + l.delay;
+        let mut arrive = now + l.delay;
+        if l.jitter > Duration::ZERO {
+            // Uniform in [0, jitter], to the nanosecond; never before the packet ahead.
+            arrive = arrive + Duration::from_nanos(rng.random_range(0..=l.jitter.as_nanos()));
+            if let Some(&(last, _)) = l.pipe.back() {
+                arrive = arrive.max(last);
+            }
+        }
         l.pipe.push_back((arrive, id));
         let first = l.pipe.len() == 1;
         l.account_queue(now);

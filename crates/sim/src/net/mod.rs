@@ -15,13 +15,24 @@ pub struct NodeId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LinkId(pub u32);
 
-/// A one-way link: serialization at `rate_bps`, then `delay` of propagation.
+/// A one-way link: serialization at `rate_bps`, then `delay` of propagation, plus `jitter`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkConfig {
     pub rate_bps: u64,
     pub delay: Duration,
     pub queue: QueueConfig,
+    /// Each packet's propagation is longer by a uniform draw in [0, jitter], its order kept (a
+    /// packet never overtakes the one before it). A host's sending link with jitter is ns-2's
+    /// TCP `overhead_`: the random processing time Floyd and Jacobson add to break the phase
+    /// effects of a deterministic simulation (Floyd & Jacobson, "On Traffic Phase Effects in
+    /// Packet-Switched Gateways", 1992, sec. 4: a random time up to one bottleneck service time
+    /// per packet is enough). Zero (the default of every builder) draws nothing, so runs without
+    /// it are bitwise what they were.
+    pub jitter: Duration,
 }
+
+/// The most jitter a link may have: a second (more is a mistake for a per-packet host delay).
+pub const MAX_JITTER: Duration = Duration::from_secs(1);
 
 /// Counters of one link and its queue.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -46,10 +57,13 @@ pub struct Link {
     pub to: NodeId,
     pub rate_bps: u64,
     pub delay: Duration,
+    /// See [`LinkConfig::jitter`].
+    pub jitter: Duration,
     pub(crate) queue: Box<dyn Queue>,
     /// The packet being serialized.
     pub(crate) transmitting: Option<PacketId>,
-    /// Packets propagating, with their arrival times; in order, as delay is constant.
+    /// Packets propagating, with their arrival times; in order (delay is constant, and jitter
+    /// never lets a packet arrive before the one ahead of it).
     pub(crate) pipe: VecDeque<(Instant, PacketId)>,
     pub stats: LinkStats,
     last_queue_change: Instant,
@@ -219,6 +233,13 @@ impl Network {
                 "a rate > 0 bit/s",
             ));
         }
+        if cfg.jitter > MAX_JITTER {
+            return Err(SimError::invalid(
+                format!("{name}.jitter"),
+                format!("{} s", cfg.jitter.as_secs_f64()),
+                "a jitter of 0 ..= 1 s",
+            ));
+        }
         let queue = cfg.queue.build(&format!("{name}.queue"))?;
         let id = LinkId(i as u32);
         self.links.push(Link {
@@ -226,6 +247,7 @@ impl Network {
             to,
             rate_bps: cfg.rate_bps,
             delay: cfg.delay,
+            jitter: cfg.jitter,
             queue,
             transmitting: None,
             pipe: VecDeque::new(),

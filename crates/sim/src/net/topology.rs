@@ -18,6 +18,9 @@ pub struct DumbbellConfig {
     /// 2 * (bottleneck delay + 2 * access_delays[i]) plus serialization.
     pub access_delays: Vec<Duration>,
     pub access_queue: QueueConfig,
+    /// The hosts' sending jitter ([`LinkConfig::jitter`]): on each host's link to its router
+    /// (data from senders, ACKs from receivers), not on the routers' links to hosts.
+    pub access_jitter: Duration,
 }
 
 impl DumbbellConfig {
@@ -30,10 +33,12 @@ impl DumbbellConfig {
                 rate_bps: 10_000_000,
                 delay: Duration::from_millis(48),
                 queue: QueueConfig::drop_tail_pkts(83),
+                jitter: Duration::ZERO,
             },
             access_rate_bps: 1_000_000_000,
             access_delays: vec![Duration::from_millis(1); pairs],
             access_queue: QueueConfig::drop_tail_pkts(1000),
+            access_jitter: Duration::ZERO,
         }
     }
 }
@@ -81,6 +86,13 @@ pub fn dumbbell(net: &mut Network, cfg: &DumbbellConfig) -> Result<Dumbbell, Sim
             "one access delay per pair",
         ));
     }
+    if cfg.access_jitter > super::MAX_JITTER {
+        return Err(SimError::invalid(
+            "dumbbell.access_jitter",
+            format!("{} s", cfg.access_jitter.as_secs_f64()),
+            "a jitter of 0 ..= 1 s",
+        ));
+    }
     let left = net.add_node("R1")?;
     let right = net.add_node("R2")?;
     let (bottleneck, reverse) = net.add_duplex(left, right, &cfg.bottleneck)?;
@@ -90,11 +102,20 @@ pub fn dumbbell(net: &mut Network, cfg: &DumbbellConfig) -> Result<Dumbbell, Sim
             rate_bps: cfg.access_rate_bps,
             delay: *d,
             queue: cfg.access_queue.clone(),
+            jitter: Duration::ZERO,
+        };
+        let host_out = LinkConfig {
+            jitter: cfg.access_jitter,
+            ..access.clone()
         };
         let s = net.add_node(&format!("S{}", i + 1))?;
         let r = net.add_node(&format!("D{}", i + 1))?;
-        net.add_duplex(s, left, &access)?;
-        net.add_duplex(right, r, &access)?;
+        // In add_duplex's order (host to router first on the left, router to host on the right):
+        // link ids are the same with or without jitter.
+        net.add_link(s, left, &host_out)?;
+        net.add_link(left, s, &access)?;
+        net.add_link(right, r, &access)?;
+        net.add_link(r, right, &host_out)?;
         senders.push(s);
         receivers.push(r);
     }
@@ -119,6 +140,7 @@ pub struct ParkingLot {
     pub hops: Vec<LinkId>,
 }
 
+/// `access.jitter` is the hosts' sending jitter: on each host's link to its router only.
 pub fn parking_lot(
     net: &mut Network,
     hops: usize,
@@ -137,7 +159,15 @@ pub fn parking_lot(
     for i in 0..=hops {
         let r = net.add_node(&format!("R{i}"))?;
         let h = net.add_node(&format!("H{i}"))?;
-        net.add_duplex(h, r, access)?;
+        net.add_link(h, r, access)?;
+        net.add_link(
+            r,
+            h,
+            &LinkConfig {
+                jitter: Duration::ZERO,
+                ..access.clone()
+            },
+        )?;
         routers.push(r);
         hosts.push(h);
     }
@@ -187,6 +217,7 @@ mod tests {
             rate_bps: 1_000_000,
             delay: Duration::from_millis(ms),
             queue: QueueConfig::drop_tail_pkts(10),
+            jitter: Duration::ZERO,
         }
     }
 
