@@ -92,7 +92,7 @@ def test_invalid_parameters_name_the_parameter():
         s.add_link(a, b, 1e6, 0.01, jitter_s=-1e-3)
     with pytest.raises(SimulationError, match="dumbbell.access_jitter"):
         s.dumbbell(2, access_jitter_s=2.0)
-    with pytest.raises(SimulationError, match=r"link\[\d+\]\.jitter"):
+    with pytest.raises(SimulationError, match=r"parking_lot\.access\.jitter"):
         s.parking_lot(2, access_jitter_s=2.0)
     assert s.add_link(a, b, 1e6, 0.01, jitter_s=1.0) == 0
     s = Simulation()

@@ -44,7 +44,9 @@ def test_the_full_plan_is_the_papers_set_up():
             assert t["pairs"] == n and t["bottleneck_rate_bps"] == n * 10e6 and t["queue_pkts"] == q100
             assert [f["cc"] for f in s["flows"]] == [cc] * n and not s["groups"]
             assert by[f"share-{cc}-{n}-10ms-droptail"].scenario["topology"]["queue_pkts"] == q10
-            assert 2 * (by[f"share-{cc}-{n}-10ms-droptail"].scenario["topology"]["bottleneck_delay_s"] + 0.002) == pytest.approx(0.01)
+            t10 = by[f"share-{cc}-{n}-10ms-droptail"].scenario["topology"]
+            # The mean base RTT is the paper's: the jitter's mean (J/2 each way) taken off the bottleneck.
+            assert 2 * (t10["bottleneck_delay_s"] + 0.002) + t10["access_jitter_s"] == pytest.approx(0.01)
             c = by[f"share-{cc}-{n}-100ms-ccc"].scenario
             assert c["groups"] == [{"name": "all", "kind": R.COUPLER}] and all(f["group"] == "all" for f in c["flows"])
             d = by[f"share-{cc}-{n}-100ms-drr"].scenario["topology"]
@@ -66,9 +68,12 @@ def test_the_full_plan_is_the_papers_set_up():
     assert f["duration_s"] == slots[-1] + R.FCT_SPACING_S + R.FCT_MARGIN_S
     assert f["sample_interval_s"] == 0  # 500 flows: the completion times are in the flows table
     assert f["topology"]["access_jitter_s"] == pytest.approx(1500 * 8 / 100e6)
+    assert 2 * (f["topology"]["bottleneck_delay_s"] + 0.002) + f["topology"]["access_jitter_s"] == pytest.approx(0.1)
+    base = validate(R._base("weakconv_sharing.toml"), "sharing").topology  # the file is the 2-flow 100-ms row
+    assert (base.bottleneck_delay_s, base.access_jitter_s) == (
+        by["share-newreno-2-100ms-droptail"].scenario["topology"]["bottleneck_delay_s"], R.host_jitter_s(20e6))
     assert {x["cc"] for x in f["flows"]} == {"cubic"} and {x["cc"] for x in by["fct-droptail-s1-newreno"].scenario["flows"]} == {"newreno"}
-    # The simulator draws no random numbers for TCP or drop-tail: each seed must start its flows
-    # at other times, or its repetitions would repeat another seed's.
+    # Each seed starts its flows at other times too (not only other jitter draws).
     s2 = by["fct-droptail-s2"].scenario["flows"]
     assert all(a["start_s"] != b["start_s"] for a, b in zip(f["flows"], s2))
 
@@ -93,7 +98,7 @@ def test_the_hosts_jitter_unlocks_the_run_that_locked_hardest():
     simulation they lock into a cycle in which one flow takes about twice the other's rate, hour
     after hour (issue 19's first full run: 6.7 / 13.3 Mbit/s over 12 hours); with the hosts
     sending with a jitter of one bottleneck service time they share (Floyd and Jacobson's phase
-    effects, and their remedy). Half an hour each, after the warm-up."""
+    effects, and their remedy). Half an hour each (goodput over the whole run)."""
     from macroflow.scenario import run as run_scenario
 
     def shares(jitter: bool) -> list:

@@ -3,11 +3,13 @@
 //! routers only. Checked against the per-packet trace, packet by packet.
 
 use coupling::{Duration, Instant};
+use sim::engine::UdpFlowConfig;
 use sim::net::queue::QueueConfig;
-use sim::net::topology::{dumbbell, DumbbellConfig};
+use sim::net::topology::{dumbbell, parking_lot, DumbbellConfig};
 use sim::net::{LinkConfig, Network};
 use sim::packet::PacketKind;
 use sim::stats::{PacketEventKind, Results};
+use sim::traffic::{CbrConfig, SourceConfig, SourceKind};
 use sim::{Sim, TcpFlowConfig};
 use std::collections::HashMap;
 
@@ -201,4 +203,97 @@ fn jitter_over_a_second_is_refused_and_adds_nothing() {
     let e = dumbbell(&mut net, &cfg).unwrap_err().to_string();
     assert!(e.contains("dumbbell.access_jitter"), "{e}");
     assert!(net.nodes.is_empty() && net.links.is_empty());
+}
+
+/// A parking lot's access jitter is on each host's link to its router only.
+#[test]
+fn parking_lot_access_jitter_is_on_the_hosts_sending_links_only() {
+    let link = LinkConfig {
+        rate_bps: 10_000_000,
+        delay: Duration::from_millis(10),
+        queue: QueueConfig::drop_tail_pkts(100),
+        jitter: Duration::ZERO,
+    };
+    let access = LinkConfig {
+        rate_bps: 1_000_000_000,
+        delay: Duration::from_millis(1),
+        queue: QueueConfig::drop_tail_pkts(1000),
+        jitter: Duration::from_micros(250),
+    };
+    let mut net = Network::default();
+    let p = parking_lot(&mut net, 3, &link, &access).unwrap();
+    let mut jittered = 0;
+    for l in &net.links {
+        let from_host = p.hosts.contains(&l.from);
+        assert_eq!(
+            l.jitter,
+            if from_host {
+                access.jitter
+            } else {
+                Duration::ZERO
+            }
+        );
+        jittered += from_host as usize;
+    }
+    assert_eq!(jittered, 4);
+    let mut net = Network::default();
+    let big = LinkConfig {
+        jitter: Duration::from_secs(3),
+        ..access
+    };
+    let e = parking_lot(&mut net, 3, &link, &big)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("parking_lot.access.jitter"), "{e}");
+    assert!(net.nodes.is_empty());
+}
+
+/// Jitter draws from a stream of its own: a random drop before the jittered link drops the same
+/// packets with and without it (one shared generator would interleave the draws).
+#[test]
+fn jitter_leaves_the_other_random_processes_alone() {
+    let dropped = |jitter| {
+        let mut net = Network::default();
+        let (a, b, c) = (
+            net.add_node("A").unwrap(),
+            net.add_node("B").unwrap(),
+            net.add_node("C").unwrap(),
+        );
+        let lossy = LinkConfig {
+            rate_bps: 100_000_000,
+            delay: Duration::from_millis(1),
+            queue: QueueConfig::RandomDrop {
+                p: 0.1,
+                inner: Box::new(QueueConfig::drop_tail_pkts(1000)),
+            },
+            jitter: Duration::ZERO,
+        };
+        net.add_link(a, b, &lossy).unwrap();
+        let next = LinkConfig {
+            queue: QueueConfig::drop_tail_pkts(1000),
+            jitter,
+            ..lossy
+        };
+        net.add_link(b, c, &next).unwrap();
+        net.compute_routes();
+        let mut sim = Sim::new(net, 5).unwrap();
+        let cbr = SourceKind::Cbr(CbrConfig {
+            rate_bps: 10_000_000.0,
+            pkt_bytes: 1000,
+        });
+        sim.add_udp_flow(UdpFlowConfig {
+            src: a,
+            dst: c,
+            start: Instant::ZERO,
+            source: SourceConfig::new(cbr),
+            dscp: 0,
+        })
+        .unwrap();
+        sim.run_until(Instant::from_secs(2));
+        let r = sim.results();
+        (r.packets.dropped, r.packets.delivered)
+    };
+    let (plain, jittered) = (dropped(Duration::ZERO), dropped(Duration::from_micros(700)));
+    assert!(plain.0 > 100, "{plain:?}");
+    assert_eq!(plain.0, jittered.0);
 }

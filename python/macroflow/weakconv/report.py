@@ -707,23 +707,30 @@ def _order_sentence(reno: Optional[float], cubic: Optional[float], rtt: str, pap
             f"{_f(cubic)} s; the paper: {paper} s). ")
 
 
+#: The run the jitter diagnostics vary: two Reno flows at 10 ms, the set-up that locked hardest.
+JITTER_BASE = "share-newreno-2-10ms-droptail"
+
+
+def _jitter_runs(a: Analysis) -> List[Tuple[float, str]]:
+    """(jitter in s, run name) of the diagnostic runs and their base, those that ran, by jitter."""
+    names = [f"{JITTER_BASE}-nojitter" if j == 0 else f"{JITTER_BASE}-jitter{round(j * 1e6)}us" for j in R.DIAGNOSTIC_JITTERS_S]
+    out = [(a.runs[n].params["access_jitter_s"], n) for n in names + [JITTER_BASE] if n in a.got and n in a.runs]
+    return sorted(out)
+
+
 def _jitter_sentence(a: Analysis) -> str:
     """What the diagnostic runs (the set-up that locked hardest, with less or no jitter) show beside
     the same run with the hosts' jitter."""
-    base = "share-newreno-2-10ms-droptail"
-    runs = [(f"{j * 1e6:.0f} us", f"{base}-nojitter" if j == 0 else f"{base}-jitter{round(j * 1e6)}us")
-            for j in R.DIAGNOSTIC_JITTERS_S] + [("600 us (the runs')", base)]
-    runs = [(label, a.got[n]) for label, n in runs if n in a.got]
-    if len(runs) < 2:
-        return ""
 
-    def one(label: str, run: Dict[str, Any]) -> str:
+    def one(j: float, name: str) -> str:
+        run = a.got[name]
         m = [float(np.mean(rates_mbps(run, i))) for i in range(2)]
         x = rates_mbps(run, 0)
-        return (f"with {label} of jitter {m[0]:.1f}/{m[1]:.1f} Mbit/s over the run, {100 * cycle_power(x):.0f} % of the "
-                f"variance in four frequencies, 1-s standard deviation {interval_std(x, 1):.2f} Mbit/s")
+        return (f"with {j * 1e6:.0f} us of jitter{' (the runs)' if name == JITTER_BASE else ''} {m[0]:.1f}/{m[1]:.1f} "
+                f"Mbit/s over the run, {100 * cycle_power(x):.0f} % of the variance in four frequencies, 1-s standard "
+                f"deviation {interval_std(x, 1):.2f} Mbit/s")
 
-    return "Measured, two Reno flows at 10 ms: " + "; ".join(one(*r) for r in runs) + ". "
+    return "Measured, two Reno flows at 10 ms: " + "; ".join(one(j, n) for j, n in _jitter_runs(a)) + ". "
 
 
 def _notes(a: Analysis) -> None:
@@ -758,14 +765,23 @@ def _notes(a: Analysis) -> None:
     if _failed(a, "Fig. 2"):
         a.note("Fig. 2", "The simulated random-drop flow is compared with the chain at the same drop probability; a "
                          "difference above 10 % would point to the simulator's Reno or the chain.")
-    if "share-newreno-2-10ms-droptail-nojitter" in a.got:
-        a.note("Fig. 5",
-               "The hosts send with a jitter of one bottleneck service time (600 us at 20 Mbit/s; R.host_jitter_s): a "
-               "deterministic simulator has none of a testbed's timing noise, and without it identical flows over a drop-tail "
-               "queue lock into a repeating pattern of which flow loses at each overflow (Floyd and Jacobson's phase effects; "
-               "their remedy, a random per-packet time at the source of up to the bottleneck service time, is this jitter). "
-               + _jitter_sentence(a)
-               + "The magnitude follows their rule and was chosen before these runs, not fitted.")
+    jr = _jitter_runs(a)
+    if len(jr) >= 2 and jr[0][0] == 0 and jr[-1][1] == JITTER_BASE:
+        without, with_j = cycle_power(rates_mbps(a.got[jr[0][1]], 0)), cycle_power(rates_mbps(a.got[JITTER_BASE], 0))
+        jit = a.runs[JITTER_BASE].params["access_jitter_s"]
+        head = (f"The hosts send with a jitter of one bottleneck service time ({jit * 1e6:.0f} us at 20 Mbit/s), drawn "
+                "afresh for every packet. ")
+        if without >= LOCKED_POWER > with_j:
+            head += ("A deterministic simulator has none of a testbed's timing noise; without the jitter the two flows lock "
+                     "into a repeating pattern of which one loses at each overflow, with it they do not (Floyd and Jacobson's "
+                     "phase effects; their remedy, a random per-packet time at the source of up to the bottleneck service "
+                     "time, is this jitter). ")
+        else:
+            head += ("Here the run without it is " + ("" if without >= LOCKED_POWER else "not ") + "locked and the run "
+                     "with it is " + ("" if with_j >= LOCKED_POWER else "not ") + "locked, so this run does not show "
+                     "the jitter as what breaks the phase effects. ")
+        a.note("Fig. 5", head + _jitter_sentence(a) + "The magnitude follows Floyd and Jacobson's rule and was chosen "
+                                                      "before these runs, not fitted.")
     if _failed(a, "Fig. 5"):
         c, m = t["fig5"]["curves"], t["fig5"]["means"]
         if locked:

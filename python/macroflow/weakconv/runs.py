@@ -122,9 +122,11 @@ def _bdp_pkts(rate_bps: float, rtt_s: float) -> int:
     return max(2, round(rate_bps * rtt_s / PACKET_BITS))
 
 
-def _dumbbell_delay_s(rtt_s: float) -> float:
-    """The bottleneck's one-way delay for a base RTT (1 ms access links on each side)."""
-    return round(rtt_s / 2 - 0.002, 6)
+def _dumbbell_delay_s(rtt_s: float, jitter_s: float) -> float:
+    """The bottleneck's one-way delay for a base RTT (1 ms access links on each side), less half the
+    hosts' jitter: a round trip draws it twice (data and ACK), J on average, so the mean base RTT
+    stays the paper's."""
+    return round(rtt_s / 2 - 0.002 - jitter_s / 2, 9)
 
 
 def random_drop_run(cc: str, hours: float, seed: int = 1) -> Run:
@@ -156,8 +158,8 @@ def sharing_run(cc: str, n: int, rtt_s: float, arm: str, hours: float, seed: int
     d["seed"] = seed
     d["duration_s"] = round(hours * 3600.0, 3)
     t = d["topology"]
-    t.update(pairs=n, bottleneck_rate_bps=rate, bottleneck_delay_s=_dumbbell_delay_s(rtt_s),
-             access_jitter_s=host_jitter_s(rate) if jitter_s is None else jitter_s)
+    jit = host_jitter_s(rate) if jitter_s is None else jitter_s
+    t.update(pairs=n, bottleneck_rate_bps=rate, bottleneck_delay_s=_dumbbell_delay_s(rtt_s, jit), access_jitter_s=jit)
     q = _bdp_pkts(rate, rtt_s)
     if arm == "drr":
         t.pop("queue_pkts", None)
@@ -195,9 +197,9 @@ def fct_run(arm: str, reps: int, seed: int, sample_s: float = 0.0, spacing_s: fl
         t["queue"] = {"kind": "drr", "limit_pkts": q, "quantum_bytes": 1500}
     g = {"group": "all"} if arm == "ccc" else {}
     d["groups"] = [{"name": "all", "kind": COUPLER}] if arm == "ccc" else []
-    # The simulator's TCP and queues draw no random numbers: the seed must move the start times,
-    # or every seed repeats the same run (the long flows over the first second, each short flow
-    # within a second after its slot).
+    # The seed draws the hosts' jitter, and it moves the start times too (the long flows over the
+    # first second, each short flow within a second after its slot): the seeds' repetitions differ
+    # from the first packet on, not only where the jitter has had time to tell.
     if cc is not None:
         d["flows"] = [dict(f, cc=cc) for f in d["flows"]]
     longs = [dict(f, start_s=st, **g) for f, st in zip((f for f in d["flows"] if "size_bytes" not in f), _start_times(seed, 9))]

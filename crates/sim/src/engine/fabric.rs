@@ -9,11 +9,14 @@ use super::PacketCounts;
 use crate::net::queue::QItem;
 use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketId, PacketPool};
-use crate::rng::SimRng;
+use crate::rng::{seeded, SimRng};
 use crate::stats::PacketEventKind;
 use crate::transport::tcp::Outbox;
 use coupling::{Duration, Instant};
 use rand::RngExt;
+
+/// Mixed into the run's seed for the jitter stream ("jitter" in ASCII).
+const JITTER_STREAM: u64 = 0x6a69_7474_6572;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum NetEvent {
@@ -35,11 +38,15 @@ pub(crate) struct Fabric {
     tcp_in_network: Vec<u32>,
     /// TCP flows whose last packet in the network a queue dropped (their agent may free them).
     tcp_emptied_by_drop: Vec<u32>,
+    /// Links' jitter draws, a stream of their own (seeded from the run's seed): turning jitter on
+    /// changes no other random process (random drop, RED, sources, FSE delays draw as before).
+    jitter_rng: SimRng,
 }
 
 impl Fabric {
-    pub fn new(net: Network) -> Self {
+    pub fn new(net: Network, seed: u64) -> Self {
         Fabric {
+            jitter_rng: seeded(seed ^ JITTER_STREAM),
             net,
             pool: PacketPool::default(),
             counts: PacketCounts::default(),
@@ -97,7 +104,7 @@ impl Fabric {
     ) -> Option<Packet> {
         match ev {
             NetEvent::TxDone(l) => {
-                self.tx_done(LinkId(l), now, sched, rng);
+                self.tx_done(LinkId(l), now, sched);
                 None
             }
             NetEvent::Arrive(l) => {
@@ -216,7 +223,7 @@ impl Fabric {
         sched.schedule(now + tx, Event::Net(NetEvent::TxDone(link.0)));
     }
 
-    fn tx_done(&mut self, link: LinkId, now: Instant, sched: &mut Scheduler, rng: &mut SimRng) {
+    fn tx_done(&mut self, link: LinkId, now: Instant, sched: &mut Scheduler) {
         let l = &mut self.net.links[link.0 as usize];
         let id = l
             .transmitting
@@ -225,7 +232,8 @@ impl Fabric {
         let mut arrive = now + l.delay;
         if l.jitter > Duration::ZERO {
             // Uniform in [0, jitter], to the nanosecond; never before the packet ahead.
-            arrive = arrive + Duration::from_nanos(rng.random_range(0..=l.jitter.as_nanos()));
+            let extra = self.jitter_rng.random_range(0..=l.jitter.as_nanos());
+            arrive = arrive + Duration::from_nanos(extra);
             if let Some(&(last, _)) = l.pipe.back() {
                 arrive = arrive.max(last);
             }

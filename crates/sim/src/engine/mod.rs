@@ -130,7 +130,7 @@ impl Sim {
         }
         Ok(Sim {
             sched: Scheduler::default(),
-            fabric: Fabric::new(net),
+            fabric: Fabric::new(net, seed),
             rng: seeded(seed),
             out: Outbox::default(),
             tcp: TcpFlows::default(),

@@ -22,12 +22,13 @@ pub struct LinkConfig {
     pub delay: Duration,
     pub queue: QueueConfig,
     /// Each packet's propagation is longer by a uniform draw in [0, jitter], its order kept (a
-    /// packet never overtakes the one before it). A host's sending link with jitter is ns-2's
-    /// TCP `overhead_`: the random processing time Floyd and Jacobson add to break the phase
-    /// effects of a deterministic simulation (Floyd & Jacobson, "On Traffic Phase Effects in
-    /// Packet-Switched Gateways", 1992, sec. 4: a random time up to one bottleneck service time
-    /// per packet is enough). Zero (the default of every builder) draws nothing, so runs without
-    /// it are bitwise what they were.
+    /// packet never overtakes the one before it), drawn from a stream of its own. On a host's link
+    /// to its router it is the host's sending jitter, in the spirit of ns-2's TCP `overhead_` (a
+    /// random delay before each send at the data sender; here a host's ACKs are jittered too):
+    /// the random processing time with which Floyd and Jacobson ("On Traffic Phase Effects in
+    /// Packet-Switched Gateways", 1992) break the phase effects of a deterministic simulation,
+    /// up to one bottleneck service time. Zero (every builder's default) draws nothing, so runs
+    /// without it are bitwise what they were.
     pub jitter: Duration,
 }
 

@@ -15,7 +15,8 @@ pub struct DumbbellConfig {
     pub bottleneck: LinkConfig,
     pub access_rate_bps: u64,
     /// One-way delay of the access links of each pair, on each side: pair i's RTT is
-    /// 2 * (bottleneck delay + 2 * access_delays[i]) plus serialization.
+    /// 2 * (bottleneck delay + 2 * access_delays[i]) plus serialization, plus up to
+    /// 2 * access_jitter (its mean: access_jitter; data and ACKs are each jittered once).
     pub access_delays: Vec<Duration>,
     pub access_queue: QueueConfig,
     /// The hosts' sending jitter ([`LinkConfig::jitter`]): on each host's link to its router
@@ -152,6 +153,13 @@ pub fn parking_lot(
             "parking_lot.hops",
             hops,
             "1 ..= 262143 hops (MAX_HOPS: 2 nodes per router within MAX_NODES)",
+        ));
+    }
+    if access.jitter > super::MAX_JITTER {
+        return Err(SimError::invalid(
+            "parking_lot.access.jitter",
+            format!("{} s", access.jitter.as_secs_f64()),
+            "a jitter of 0 ..= 1 s",
         ));
     }
     let mut routers = Vec::new();
