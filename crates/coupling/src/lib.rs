@@ -7,11 +7,13 @@
 //!   / ctrlTCP with ack-clocked handover (seed 003 ch. 7, 9), and the E-TCP and EFCM baselines.
 //! - [`tcb`]: the TCB interdependence cache (RFC 2140bis / RFC 9040; seed 003 ch. 12).
 //! - [`group`]: flow ids, flow groups and the grouping rules (RFC 8699 sec. 5.1).
+//! - [`sbd`]: measurement-based Shared Bottleneck Detection from OWD and loss (RFC 8382).
 //! - [`units`]: time types and input validation.
 
 pub mod error;
 pub mod fse;
 pub mod group;
+pub mod sbd;
 pub mod tcb;
 pub mod tcp;
 pub mod units;
