@@ -8,9 +8,11 @@
 //! - [`tcb`]: the TCB interdependence cache (RFC 2140bis / RFC 9040; seed 003 ch. 12).
 //! - [`group`]: flow ids, flow groups and the grouping rules (RFC 8699 sec. 5.1).
 //! - [`sbd`]: measurement-based Shared Bottleneck Detection from OWD and loss (RFC 8382).
+//! - [`falseshare`]: detecting false sharing of two flows by loss, delay, order (seed 000 sec. 4).
 //! - [`units`]: time types and input validation.
 
 pub mod error;
+pub mod falseshare;
 pub mod fse;
 pub mod group;
 pub mod sbd;
