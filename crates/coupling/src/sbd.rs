@@ -30,12 +30,18 @@
 //!   the reference is the *previous* interval's E\[OWD\]. The sum is divided by the
 //!   samples that had a reference, and likewise skew_est by the samples that had a mean_delay to
 //!   compare with (num_MT of sec. 3.2.2); the two differ from "all samples" only before the first
-//!   E\[OWD\] exists, and the samples without a reference are counted ([`FlowCounters`]).
+//!   E\[OWD\] exists (and after a silence that restarts the statistics, below), and the samples
+//!   without a reference are counted ([`FlowCounters`]).
 //! - Gaps: an interval without OWD samples has no E\[OWD\]. It still takes a slot of the ring (so
 //!   freq_est = crossings / N keeps its time base and stale losses age out), mean_delay averages
 //!   the E\[OWD\] that exist among the last M intervals, and the variability reference stays the
-//!   last E\[OWD\] seen. Empty intervals are counted. A silence of more than N intervals is closed in
+//!   last E\[OWD\] seen (until a silence restarts the statistics, below). Empty intervals are counted. A silence of more than N intervals is closed in
 //!   O(N) (the ring is all empty after N of them), not one step per interval.
+//! - A silence that leaves mean_delay undefined (M empty intervals in a row) restarts the
+//!   statistics: the variability reference (the last E\[OWD\]), the side of the last significant
+//!   excursion and the warm-up count are forgotten with it, so the first excursion after the
+//!   restart only sets the side (it is not a crossing) and the first interval after it has no
+//!   variability reference. A shorter gap keeps all three.
 //! - A significant mean crossing (sec. 3.2.4): E\[OWD\] lies more than p_v * var_est above (below)
 //!   mean_delay while the previous significant excursion was below (above) it; both mean_delay
 //!   and var_est are the values from before the interval (mean_delay "does not include the mean
@@ -44,10 +50,17 @@
 //! - Grouping: a difference "greater than" the threshold splits (equal stays together); the
 //!   relative thresholds p_mad and p_d are taken of the larger of the two consecutive values; a
 //!   group is divided by pkt_loss instead of skew_est when any of its flows has pkt_loss > p_l.
-//! - Flows with fewer than 2*M closed intervals (sec. 3.3.2 recommends no grouping decision
-//!   before then) or without a single compared OWD sample in the M window are reported in
-//!   [`SbdGrouping::insufficient_data`]; no decision is made for them and their hysteresis state is
-//!   left as it was.
+//! - Warm-up: sec. 3.3.2 recommends no grouping decision before 2*M T intervals. Those are
+//!   counted as intervals *with OWD samples* since the flow's mean_delay last became defined
+//!   ([`FlowSummary::data_intervals`]): empty intervals before a flow's first packet, or during a
+//!   silence, are no history (a flow created long before it sends would otherwise be grouped on
+//!   one or two intervals of data), and a silence that undefines mean_delay restarts the count
+//!   (above). Since freq_est and pkt_loss are taken over N intervals, the warm-up is
+//!   max(2*M, N) such intervals ([`SbdConfig::warmup_intervals`]; 2*M = 60 with the defaults),
+//!   so no decision uses a part-filled N window. Flows short of it, or without a single compared
+//!   OWD sample in the M window, are reported in [`SbdGrouping::insufficient_data`]; no decision
+//!   is made for them and their hysteresis state is left as it was. (Short gaps inside the
+//!   warm-up still take slots of the N window, as above.)
 //! - OWD need only be relative (sec. 4: clock offsets cancel). Samples are re-based internally
 //!   on the flow's first sample, so the statistics are bit-identical under any clock offset and
 //!   the f64 arithmetic works on small numbers; |OWD| is limited to [`MAX_ABS_OWD_NS`] so every
@@ -181,11 +194,14 @@ impl SbdConfig {
         Ok(())
     }
 
-    /// The number of closed T intervals before grouping decisions are made: 2*M
-    /// (RFC 8382 sec. 3.3.2: "we recommend that grouping decisions are not made until 2*M T
-    /// intervals"). Until then mean_delay, and the comparisons made against it, are still filling.
+    /// The number of T intervals with OWD samples ([`FlowSummary::data_intervals`]) before
+    /// grouping decisions are made: max(2*M, N). RFC 8382 sec. 3.3.2: "we recommend that grouping
+    /// decisions are not made until 2*M T intervals"; until then mean_delay, and the comparisons
+    /// made against it, are still filling. freq_est and pkt_loss are taken over N intervals, so
+    /// with N > 2*M the warm-up also waits for the N window to fill (freq_est = crossings / N
+    /// would otherwise be biased low). 60 with the defaults (2*M = 60 > N = 50).
     pub fn warmup_intervals(&self) -> u64 {
-        2 * self.m as u64
+        (2 * self.m as u64).max(self.n as u64)
     }
 }
 
@@ -230,6 +246,10 @@ pub struct FlowSummary {
     pub mean_delay_ns: Option<f64>,
     /// T intervals closed since the flow started (including empty ones).
     pub intervals_closed: u64,
+    /// T intervals with OWD samples closed since mean_delay last became defined: reset to 0 when a
+    /// silence leaves mean_delay undefined. The warm-up of [`SbdConfig::warmup_intervals`]
+    /// counts these.
+    pub data_intervals: u64,
     /// num_MT: the samples behind skew_est (compared with a mean_delay in the last M intervals).
     pub skew_samples: u64,
 }
@@ -280,7 +300,8 @@ pub struct FlowCounters {
     pub empty_intervals: u64,
     /// Samples received while no mean_delay existed: not counted in any skew_base_T.
     pub samples_without_mean_delay: u64,
-    /// Samples received before any E\[OWD\] existed: not counted in any var_base_T.
+    /// Samples received while no previous E\[OWD\] existed (before the first, or after a silence
+    /// that left mean_delay undefined): not counted in any var_base_T.
     pub samples_without_previous_mean: u64,
 }
 
@@ -356,6 +377,8 @@ pub struct FlowStats {
     /// E\[OWD\] of the last interval that had samples, re-based: the var_base_T reference.
     previous_mean: Option<f64>,
     last_side: Option<Side>,
+    /// Intervals with samples since mean_delay last became defined (the warm-up count).
+    data_intervals: u64,
     summary: FlowSummary,
     counters: FlowCounters,
 }
@@ -374,6 +397,7 @@ impl FlowStats {
             mean_delay: None,
             previous_mean: None,
             last_side: None,
+            data_intervals: 0,
             summary: FlowSummary::default(),
             counters: FlowCounters::default(),
         })
@@ -547,11 +571,21 @@ impl FlowStats {
         });
         if mean.is_some() {
             self.previous_mean = mean;
+            self.data_intervals += 1;
         } else {
             self.counters.empty_intervals += 1;
         }
         self.counters.intervals_closed += 1;
         self.recompute();
+        if self.mean_delay.is_none() {
+            // No E[OWD] in the last M intervals (only an empty interval gets here): the silence
+            // restarts the statistics. The crossing side, the variability reference and the
+            // warm-up start afresh with the next samples.
+            self.last_side = None;
+            self.previous_mean = None;
+            self.data_intervals = 0;
+            self.summary.data_intervals = 0;
+        }
     }
 
     /// Recomputes mean_delay and the summary from the ring: O(N) once per interval, exact and free
@@ -604,6 +638,7 @@ impl FlowStats {
             },
             mean_delay_ns: self.mean_delay.map(|md| self.absolute(md)),
             intervals_closed: self.counters.intervals_closed,
+            data_intervals: self.data_intervals,
             skew_samples: skew_n,
         };
     }
@@ -728,7 +763,7 @@ impl SbdGrouper {
         let mut out = SbdGrouping::default();
         let mut candidates: Vec<Entry> = Vec::new();
         for (id, s) in sorted {
-            if s.intervals_closed < c.warmup_intervals() || s.skew_samples == 0 {
+            if s.data_intervals < c.warmup_intervals() || s.skew_samples == 0 {
                 out.insufficient_data.push(id);
                 continue;
             }

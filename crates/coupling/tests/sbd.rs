@@ -58,7 +58,11 @@ fn default_config_is_the_rfc_table_and_is_valid() {
     assert_eq!(c.p_s, 0.15);
     assert_eq!(c.p_v, 0.7);
     assert_eq!(c.check(), Ok(()));
-    assert_eq!(c.warmup_intervals(), 60, "2*M (RFC 8382 sec. 3.3.2)");
+    assert_eq!(
+        c.warmup_intervals(),
+        60,
+        "max(2*M, N) = 2*M (RFC 8382 sec. 3.3.2)"
+    );
 }
 
 /// (f) Bad configurations are refused with the offending field named.
@@ -472,6 +476,7 @@ fn ready(skew: f64, var_ns: f64, freq: f64, loss: f64) -> FlowSummary {
         pkt_loss: loss,
         mean_delay_ns: Some(50e6),
         intervals_closed: 1_000,
+        data_intervals: 1_000,
         skew_samples: 1_000,
     }
 }
@@ -597,14 +602,15 @@ fn skew_split_and_the_loss_alternative() {
     assert_eq!(r.splits[0].step, SplitStep::PktLoss);
 }
 
-/// Flows without 2*M intervals of history, or without any compared sample, are reported apart and
-/// their hysteresis state is left as it was.
+/// Flows without 2*M intervals of data, or without any compared sample, are reported apart and
+/// their hysteresis state is left as it was. Closed intervals without data do not count.
 #[test]
 fn flows_without_enough_history_are_reported_not_grouped() {
     let mut g = SbdGrouper::new(SbdConfig::default()).unwrap();
     g.group(&[(FlowId(1), ready(-0.5, 1e6, 0.2, 0.0))]).unwrap();
     let young = FlowSummary {
-        intervals_closed: 59,
+        intervals_closed: 1_000,
+        data_intervals: 59,
         ..ready(-0.5, 1e6, 0.2, 0.0)
     };
     let idle = FlowSummary {
@@ -742,7 +748,7 @@ fn end_to_end_shared_separate_and_uncongested_flows() {
         })
         .collect();
     for (id, s) in &summaries {
-        assert!(s.intervals_closed >= cfg.warmup_intervals(), "{id}: {s:?}");
+        assert!(s.data_intervals >= cfg.warmup_intervals(), "{id}: {s:?}");
     }
     let (a, b, c, d) = (
         summaries[0].1,
@@ -768,4 +774,144 @@ fn end_to_end_shared_separate_and_uncongested_flows() {
         .splits
         .iter()
         .any(|s| s.step == SplitStep::FreqEst && s.above == FlowId(3)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The warm-up counts intervals with data (RFC 8382 sec. 3.3.2), and a silence restarts it.
+
+/// A queue-like OWD pattern for one interval: mostly high with one low sample, so skew_base_T is
+/// negative once a mean_delay exists (a congested-looking flow that would be grouped).
+fn busy(k: u64) -> [i64; 5] {
+    let b = 1_000 + (k % 3) as i64 * 10;
+    [b + 50, b + 50, b + 50, b + 50, b - 200]
+}
+
+/// Whether the grouping made a decision (congested or not) for the flow's summary.
+fn decided(cfg: SbdConfig, s: FlowSummary) -> bool {
+    let r = SbdGrouper::new(cfg)
+        .unwrap()
+        .group(&[(FlowId(1), s)])
+        .unwrap();
+    assert_eq!(
+        r.insufficient_data.len() + r.not_congested.len() + r.congested.len(),
+        1
+    );
+    r.insufficient_data.is_empty()
+}
+
+/// A flow created long before it sends: the empty intervals before its first packet are no
+/// history. With N = M * 2 = 8, the flow first sends at interval 90; after 1, 2, ..., 7 intervals
+/// of data it is still warming up (its mean_delay rests on at most 7 E[OWD]), after 8 it is
+/// grouped. Counting closed intervals, as before, it was grouped after one interval of data.
+#[test]
+fn warmup_counts_intervals_with_data_not_empty_ones() {
+    let cfg = tiny(8, 4);
+    assert_eq!(cfg.warmup_intervals(), 8);
+    let mut s = FlowStats::new(cfg, Instant::ZERO).unwrap();
+    for k in 90..98u64 {
+        feed_interval(&mut s, k, &busy(k));
+        close_through(&mut s, k);
+        let sum = s.summary();
+        let data = k - 89;
+        assert_eq!(sum.intervals_closed, k + 1);
+        assert_eq!(sum.data_intervals, data, "{sum:?}");
+        assert_eq!(
+            decided(cfg, sum),
+            data >= 8,
+            "after {data} intervals of data: {sum:?}"
+        );
+    }
+}
+
+/// A silence long enough to leave mean_delay undefined (more than M empty intervals) restarts the
+/// warm-up: the statistics after it rest on the new samples only. A shorter gap does not.
+#[test]
+fn a_silence_that_undefines_mean_delay_restarts_the_warmup() {
+    let cfg = tiny(8, 4);
+    let mut s = FlowStats::new(cfg, Instant::ZERO).unwrap();
+    for k in 0..20u64 {
+        feed_interval(&mut s, k, &busy(k));
+    }
+    close_through(&mut s, 19);
+    assert!(decided(cfg, s.summary()));
+    // A gap of 3 empty intervals (20, 21, 22; fewer than M = 4): mean_delay survives, so does the
+    // warm-up, and the flow is decided on at once.
+    feed_interval(&mut s, 23, &busy(23));
+    close_through(&mut s, 23);
+    let sum = s.summary();
+    assert!(sum.mean_delay_ns.is_some());
+    assert_eq!(sum.data_intervals, 21);
+    assert!(decided(cfg, sum), "{sum:?}");
+    // 10 empty intervals (24..=33): mean_delay is undefined, the warm-up starts again.
+    close_through(&mut s, 33);
+    assert_eq!(s.summary().mean_delay_ns, None);
+    assert_eq!(s.summary().data_intervals, 0);
+    for k in 34..42u64 {
+        feed_interval(&mut s, k, &busy(k));
+        close_through(&mut s, k);
+        let sum = s.summary();
+        let data = k - 33;
+        assert_eq!(sum.data_intervals, data);
+        assert_eq!(
+            decided(cfg, sum),
+            data >= 8,
+            "after {data} intervals of data: {sum:?}"
+        );
+    }
+}
+
+/// freq_est = crossings / N and pkt_loss are taken over N intervals, so with N > 2*M the warm-up
+/// is N intervals of data: before that freq_est divides crossings of fewer than N intervals by N
+/// (biased low). N = 8, M = 2: warm-up 8, not 4.
+#[test]
+fn warmup_covers_the_n_window_when_n_exceeds_2m() {
+    let cfg = tiny(8, 2);
+    assert_eq!(cfg.warmup_intervals(), 8);
+    assert_eq!(tiny(8, 4).warmup_intervals(), 8);
+    assert_eq!(tiny(8, 3).warmup_intervals(), 8);
+    assert_eq!(tiny(10, 8).warmup_intervals(), 16);
+    let mut s = FlowStats::new(cfg, Instant::ZERO).unwrap();
+    for k in 0..8u64 {
+        feed_interval(&mut s, k, &busy(k));
+        close_through(&mut s, k);
+        assert_eq!(
+            decided(cfg, s.summary()),
+            k + 1 >= 8,
+            "after {} intervals",
+            k + 1
+        );
+    }
+}
+
+/// After a silence that leaves mean_delay undefined, the side of the last significant excursion
+/// and the variability reference are forgotten with it: the first excursion after the restart
+/// only sets the side, it is not a crossing. M = 2, N = 8. Interval 2 goes below (side = below);
+/// intervals 3, 4 are empty (mean_delay undefined); interval 5 at 200 has no mean_delay to
+/// compare with and no previous E[OWD] (var_est stays 0); interval 6 at 400 lies above
+/// mean_delay = 200: the first excursion after the restart, no crossing. (Keeping the old side
+/// and the old reference 50 would have given var_est = |200 - 50| = 150, a band of 105, and a
+/// crossing below -> above: freq_est 1/8.)
+#[test]
+fn a_silence_forgets_the_crossing_side_and_the_reference() {
+    let mut s = FlowStats::new(tiny(8, 2), Instant::ZERO).unwrap();
+    feed_interval(&mut s, 0, &[100; 5]);
+    feed_interval(&mut s, 1, &[100; 5]);
+    feed_interval(&mut s, 2, &[50; 5]);
+    close_through(&mut s, 4);
+    assert_eq!(s.summary().mean_delay_ns, None);
+    assert_eq!(s.summary().freq_est, 0.0);
+    feed_interval(&mut s, 5, &[200; 5]);
+    close_through(&mut s, 5);
+    let r5 = s.last_interval().unwrap();
+    assert_eq!((r5.var_samples, r5.skew_samples), (0, 0));
+    assert_eq!(s.summary().var_est_ns, 0.0);
+    feed_interval(&mut s, 6, &[400; 5]);
+    close_through(&mut s, 6);
+    assert!(!s.last_interval().unwrap().crossing);
+    assert_eq!(s.summary().freq_est, 0.0);
+    // The side is set: going back below is the first crossing after the restart.
+    feed_interval(&mut s, 7, &[100; 5]);
+    close_through(&mut s, 7);
+    assert!(s.last_interval().unwrap().crossing);
+    assert_eq!(s.summary().freq_est, 1.0 / 8.0);
 }

@@ -18,8 +18,10 @@
 //! - [`DelayCorrelationTest`] (sec. 4.1.2): the correlation of a packet's one-way delay with the
 //!   previous packet's on the same flow (auto) and on the other flow (cross). Share if cross >
 //!   auto, no share if cross <= auto.
-//! - [`OutOfOrderTest`] (sec. 4.1.3): packets of one flow overtaken by more than three packets of
-//!   the other on 10 or more occasions mean different paths: no share. It never says share.
+//! - [`OutOfOrderTest`] (sec. 4.1.3): a packet of one flow is reordered when it arrives after a
+//!   packet of the other flow whose sequence number is more than three higher; reordering on 10
+//!   or more different occasions (events apart in time, within a horizon) means different paths:
+//!   no share. It never says share.
 //!
 //! The three correlation tests decide by "the 90% confidence intervals around the cross and
 //! auto-correlation metrics" (sec. 4.1.2, last paragraph; Fig. 5): a decision once the intervals
@@ -47,14 +49,17 @@
 //! sending order before the loss and delay tests see them: a sequence number is *finalized*
 //! (handed to those tests) as soon as it and every earlier one has been reported (received or
 //! lost), or when it falls `reorder_window_pkts` behind the highest number reported (then
-//! unreported, and counted). The out-of-order test looks at the arrivals themselves.
+//! unreported, and counted). The out-of-order test looks at the arrivals themselves, in arrival
+//! order (copies of packets already received excepted).
 //!
 //! # Memory
 //!
 //! Fixed at construction ([`FalseSharingDetector::memory`]): the reorder window
-//! (`reorder_window_pkts` slots of 16 bytes), the delay test's last `delay.window_samples` samples
-//! (32 bytes each) and each loss test's last `window_samples` trials (2 bytes each): 72 KiB
-//! with the defaults. The out-of-order test keeps counters only. Nothing grows with the run.
+//! (`reorder_window_pkts` slots of 16 bytes) and the record of as many finalized sequence numbers
+//! (3 bits each), the delay test's last `delay.window_samples` samples (32 bytes each), each loss
+//! test's last `window_samples` trials (2 bytes each) and the out-of-order test's last
+//! `min_occasions` occasion times (8 bytes each): about 72 KiB with the defaults. Nothing grows
+//! with the run.
 //!
 //! # Where the text leaves a choice (each one tested in `tests/falseshare.rs`)
 //!
@@ -77,6 +82,19 @@
 //!   [`LossCounters::broken_by_gap`]). A report arriving after its number was finalized is counted
 //!   ([`DetectorCounters::after_finalized`]) and not used by the loss and delay tests. An arrival
 //!   wins over a loss report for the same packet (the packet was not lost).
+//! - **Reports after finalization.** For the last `reorder_window_pkts` finalized sequence
+//!   numbers the detector keeps whether each was received, lost or never reported, and by which
+//!   flow (3 bits each). A late arrival of a number finalized as received is a network duplicate:
+//!   counted ([`DetectorCounters::finalized_duplicates`]) and not given to the out-of-order test,
+//!   like a duplicate inside the window (a copy of an old packet says nothing about the paths, and
+//!   copies on 10 occasions would otherwise say no share). A late arrival of a number finalized
+//!   lost or unreported is a late packet: the out-of-order test sees it, and copies of it after
+//!   that are duplicates. A report of the other flow for a finalized number is refused, as inside
+//!   the window, so no packet is seen under the wrong flow. An arrival older than the record
+//!   cannot be told from a duplicate: counted ([`DetectorCounters::beyond_record`]) and not used
+//!   (`reorder_window_pkts` is meant to cover the reordering between the paths anyway).
+//! - **Sequence numbers** run up to 2^64 - 2: 2^64 - 1 has no successor to finalize into and is
+//!   refused.
 //! - **The symmetric auto-correlation metric**, "the number of back-to-back losses on both flows
 //!   divided by the number of loss events on both flows": read as a conditional probability,
 //!   #(losses whose flow's next packet is also lost) / #(losses), over both flows. Sec. 3.4 calls
@@ -108,12 +126,24 @@
 //!   [`MAX_WINDOW_SAMPLES`] may be configured.
 //! - **Out-of-order occasions.** "Reordering by more than three packets" is measured by sequence
 //!   number: a packet is late when a packet of the *other* flow with a sequence number more than
-//!   `extent_pkts` (3) higher arrived before it. Consecutive late arrivals of the same flow are
-//!   one occasion ("on 10 different occasions"); any other arrival ends it. Occasions are counted
-//!   over the whole run (the seed gives no window). Lateness within one flow is counted apart and
-//!   is not an occasion: it says nothing about the two flows' paths.
-//! - **Decision times.** Each test re-decides after every sample it takes (every arrival for the
-//!   out-of-order test), at the time of the observation that completed it; the detection time is
+//!   `extent_pkts` (3) higher arrived before it. The seed counts occasions on which flows
+//!   "consistently arrive out of order" ("on 10 different occasions or more"), not late packets:
+//!   one transient event (a delay spike on one path) makes many packets late at once, and counting
+//!   each would say no share within milliseconds, where the seed's reordering test typically took
+//!   "between 5-10s" (sec. 5.2). So a late arrival begins a new occasion only when it comes more
+//!   than `occasion_gap` after the previous occasion began; the others belong to it. Default
+//!   500 ms: under persistent reordering (different path delays, Fig. 1(d)) an occasion begins
+//!   about every 500 ms and the 10th comes about 4.5 s after the first, the low end of the seed's
+//!   5-10 s, while an event shorter than that (a queue building up and draining, about an RTT)
+//!   counts once. Occasions count only within a `horizon` (default 10 s, the high end of that
+//!   range): like the windowed correlation tests, the answer goes back to inconclusive when the
+//!   reordering stops (the separation is reversible, sec. 5.1), and rare unrelated events spread
+//!   over a long run do not add up to 10. The horizon must exceed (min_occasions - 1) times the
+//!   gap, or 10 occasions could never fit in it. Lateness within one flow is counted apart and is
+//!   not an occasion: it says nothing about the two flows' paths.
+//! - **Decision times.** Each test re-decides after every sample it takes (after every accepted
+//!   observation for the out-of-order test, whose occasions age out of the horizon), at the time
+//!   of the observation that completed it; the detection time is
 //!   the first time an answer was reached, from the `start` given to
 //!   [`FalseSharingDetector::new`].
 //!
@@ -145,6 +175,10 @@ pub const MAX_WINDOW_SAMPLES: usize = 1 << 16;
 
 /// The largest reorder window, in sequence numbers.
 pub const MAX_REORDER_WINDOW_PKTS: usize = 1 << 20;
+
+/// The largest `min_occasions` of the out-of-order test: the start times of that many occasions
+/// are kept.
+pub const MAX_MIN_OCCASIONS: u64 = 1 << 16;
 
 /// A test's answer (sec. 4.1.3: "the previous tests answer that either a pair of flows share a
 /// link, a pair of flows do not share a link, or remain inconclusive").
@@ -414,9 +448,17 @@ pub struct OutOfOrderConfig {
     /// this much higher arrived before it. Default 3 ("reordering by more than three packets is
     /// relatively rare on most of today's Internet").
     pub extent_pkts: u64,
-    /// No share once reordering occurred on this many occasions. Default 10 ("when reordering
-    /// occurs on 10 different occasions or more").
+    /// No share while reordering occurred on this many occasions within the `horizon`. Default 10
+    /// ("when reordering occurs on 10 different occasions or more"). At most
+    /// [`MAX_MIN_OCCASIONS`].
     pub min_occasions: u64,
+    /// A reordered arrival begins a new occasion only when it comes more than this after the
+    /// previous occasion began; earlier ones belong to that occasion. Default 500 ms (our choice,
+    /// from the seed's 5-10 s detection times; see the module doc).
+    pub occasion_gap: Duration,
+    /// Occasions count for this long after they began. Default 10 s (our choice; see the module
+    /// doc). Must exceed (min_occasions - 1) * occasion_gap.
+    pub horizon: Duration,
 }
 
 impl Default for OutOfOrderConfig {
@@ -424,6 +466,8 @@ impl Default for OutOfOrderConfig {
         OutOfOrderConfig {
             extent_pkts: 3,
             min_occasions: 10,
+            occasion_gap: Duration::from_millis(500),
+            horizon: Duration::from_secs(10),
         }
     }
 }
@@ -431,16 +475,25 @@ impl Default for OutOfOrderConfig {
 impl OutOfOrderConfig {
     /// Validates every parameter; the first bad one is named in the error.
     pub fn check(&self) -> Result<(), Error> {
-        self.check_as("min_occasions")
+        self.check_as("min_occasions", "horizon")
     }
 
-    fn check_as(&self, min_occasions: &'static str) -> Result<(), Error> {
+    fn check_as(&self, min_occasions: &'static str, horizon: &'static str) -> Result<(), Error> {
         // Zero occasions would say "no share" before any packet arrived.
-        if self.min_occasions == 0 {
+        if !(1..=MAX_MIN_OCCASIONS).contains(&self.min_occasions) {
             return Err(invalid(
                 min_occasions,
-                0.0,
-                "at least 1 reordering occasion",
+                self.min_occasions as f64,
+                "1..=65536 reordering occasions",
+            ));
+        }
+        // Occasions begin more than occasion_gap apart: min_occasions of them span more than
+        // (min_occasions - 1) gaps, and must fit in the horizon.
+        if self.horizon <= self.occasion_gap.saturating_mul(self.min_occasions - 1) {
+            return Err(invalid(
+                horizon,
+                self.horizon.as_secs_f64(),
+                "a horizon longer than (min_occasions - 1) * occasion_gap",
             ));
         }
         Ok(())
@@ -508,7 +561,8 @@ impl FalseSharingConfig {
             min_samples: "delay.min_samples",
             window_samples: "delay.window_samples",
         })?;
-        self.out_of_order.check_as("out_of_order.min_occasions")
+        self.out_of_order
+            .check_as("out_of_order.min_occasions", "out_of_order.horizon")
     }
 }
 
@@ -618,6 +672,24 @@ impl<T: Copy + Default> Ring<T> {
         self.buf.len()
     }
 
+    /// The oldest value kept.
+    fn oldest(&self) -> Option<T> {
+        let cap = self.buf.len();
+        (self.len > 0).then(|| self.buf[(self.next + cap - self.len) % cap])
+    }
+
+    /// The newest value kept.
+    fn newest(&self) -> Option<T> {
+        let cap = self.buf.len();
+        (self.len > 0).then(|| self.buf[(self.next + cap - 1) % cap])
+    }
+
+    /// The values kept, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        let cap = self.buf.len();
+        (0..self.len).map(move |i| self.buf[(self.next + cap - 1 - i) % cap])
+    }
+
     fn heap_bytes(&self) -> usize {
         self.buf.len() * core::mem::size_of::<T>()
     }
@@ -681,10 +753,101 @@ impl ReorderWindow {
         let base = self.base?;
         (seq >= base && seq - base < self.width()).then(|| self.slots[self.index(seq)])
     }
+
+    /// Whether `seq` was finalized already (lies below the window).
+    fn is_finalized(&self, seq: u64) -> bool {
+        self.base.is_some_and(|base| seq < base)
+    }
+}
+
+/// What became of a finalized sequence number, as the record keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Final {
+    Unreported,
+    Lost(Side),
+    Received(Side),
+}
+
+/// The fate and flow of the last W finalized sequence numbers (`base - W .. base`, bit `seq % W`),
+/// 3 bits each: so a late arrival can be told from a duplicate, and a late report from the wrong
+/// flow refused. Numbers below the first report count as unreported.
+#[derive(Clone, Debug, PartialEq)]
+struct FinalRecord {
+    reported: Box<[u64]>,
+    received: Box<[u64]>,
+    side_b: Box<[u64]>,
+    width: u64,
+}
+
+impl FinalRecord {
+    fn new(w: usize) -> Self {
+        let words = w.div_ceil(64);
+        FinalRecord {
+            reported: vec![0; words].into_boxed_slice(),
+            received: vec![0; words].into_boxed_slice(),
+            side_b: vec![0; words].into_boxed_slice(),
+            width: w as u64,
+        }
+    }
+
+    fn bit(&self, seq: u64) -> (usize, u64) {
+        let i = seq % self.width;
+        ((i / 64) as usize, 1 << (i % 64))
+    }
+
+    fn set(&mut self, seq: u64, f: Final) {
+        let (w, m) = self.bit(seq);
+        let (reported, received, b) = match f {
+            Final::Unreported => (false, false, false),
+            Final::Lost(side) => (true, false, side == Side::B),
+            Final::Received(side) => (true, true, side == Side::B),
+        };
+        for (words, on) in [
+            (&mut self.reported, reported),
+            (&mut self.received, received),
+            (&mut self.side_b, b),
+        ] {
+            if on {
+                words[w] |= m;
+            } else {
+                words[w] &= !m;
+            }
+        }
+    }
+
+    fn get(&self, seq: u64) -> Final {
+        let (w, m) = self.bit(seq);
+        let side = if self.side_b[w] & m != 0 {
+            Side::B
+        } else {
+            Side::A
+        };
+        match (self.reported[w] & m != 0, self.received[w] & m != 0) {
+            (false, _) => Final::Unreported,
+            (true, false) => Final::Lost(side),
+            (true, true) => Final::Received(side),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        3 * self.reported.len() * core::mem::size_of::<u64>()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The detector
+
+/// Refuses the one sequence number without a successor.
+fn check_seq(seq: u64) -> Result<(), Error> {
+    if seq == u64::MAX {
+        return Err(invalid(
+            "seq",
+            seq as f64,
+            "a sequence number below 2^64 - 1",
+        ));
+    }
+    Ok(())
+}
 
 /// Running totals of the detector's inputs, so nothing is dropped unseen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -702,9 +865,16 @@ pub struct DetectorCounters {
     /// Loss reports of a packet already received: ignored, the arrival wins.
     pub loss_reports_for_received: u64,
     /// Reports of sequence numbers already finalized (late beyond the window, or after the
-    /// number's turn came): not used by the loss and delay tests; arrivals still count for the
-    /// out-of-order test.
+    /// number's turn came): not used by the loss and delay tests. Arrivals of numbers not
+    /// received before still count for the out-of-order test.
     pub after_finalized: u64,
+    /// Of `after_finalized`: arrivals of a number finalized as received (network duplicates):
+    /// not given to the out-of-order test.
+    pub finalized_duplicates: u64,
+    /// Of `after_finalized`: reports older than the record of finalized numbers (more than
+    /// `reorder_window_pkts` below the window): an arrival cannot be told from a duplicate, nor
+    /// its flow checked; not used.
+    pub beyond_record: u64,
     /// Sequence numbers finalized with a report (received or lost).
     pub finalized_pkts: u64,
     /// Sequence numbers finalized without any report.
@@ -717,6 +887,10 @@ pub struct DetectorCounters {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryUse {
     pub reorder_window_slots: usize,
+    /// Finalized sequence numbers whose fate is kept (`reorder_window_pkts`).
+    pub finalized_record_pkts: usize,
+    /// Occasion start times the out-of-order test keeps (`min_occasions`).
+    pub occasion_slots: usize,
     pub delay_samples: usize,
     pub delay_capacity: usize,
     pub asymmetric_loss_trials: usize,
@@ -758,6 +932,7 @@ pub struct FalseSharingDetector {
     /// Each flow's first one-way delay: the flow's delays are re-based on it.
     reference_owd_ns: [Option<i64>; 2],
     window: ReorderWindow,
+    finalized: FinalRecord,
     asymmetric_loss: LossCorrelationTest,
     symmetric_loss: LossCorrelationTest,
     delay: DelayCorrelationTest,
@@ -784,6 +959,7 @@ impl FalseSharingDetector {
             last_now: start,
             reference_owd_ns: [None, None],
             window: ReorderWindow::new(config.reorder_window_pkts),
+            finalized: FinalRecord::new(config.reorder_window_pkts),
             asymmetric_loss: LossCorrelationTest::new(
                 LossTestKind::Asymmetric,
                 config.asymmetric_loss,
@@ -814,6 +990,7 @@ impl FalseSharingDetector {
     pub fn on_packet(&mut self, now: Instant, pkt: Packet) -> Result<(), Error> {
         let side = self.side_of(pkt.flow)?;
         self.check_time(now)?;
+        check_seq(pkt.seq)?;
         let owd = match self.reference_owd_ns[side.index()] {
             Some(first) => {
                 let d = i128::from(pkt.owd_ns) - i128::from(first);
@@ -834,11 +1011,27 @@ impl FalseSharingDetector {
         self.last_now = now;
         self.reference_owd_ns[side.index()].get_or_insert(pkt.owd_ns);
         self.counters.packets += 1;
-        if !self.admit(now, pkt.seq) {
+        if self.window.is_finalized(pkt.seq) {
             self.counters.after_finalized += 1;
-            self.out_of_order.on_arrival(now, side, pkt.seq);
+            match self.final_of(pkt.seq) {
+                // A copy of a packet received before: not reordering (as inside the window).
+                Some(Final::Received(_)) => {
+                    self.counters.finalized_duplicates += 1;
+                    self.out_of_order.advance(now);
+                }
+                // Not received before: a late packet. Later copies of it are duplicates.
+                Some(Final::Lost(_) | Final::Unreported) => {
+                    self.finalized.set(pkt.seq, Final::Received(side));
+                    self.out_of_order.on_arrival(now, side, pkt.seq);
+                }
+                None => {
+                    self.counters.beyond_record += 1;
+                    self.out_of_order.advance(now);
+                }
+            }
             return Ok(());
         }
+        self.admit(now, pkt.seq);
         let i = self.window.index(pkt.seq);
         match self.window.slots[i] {
             Slot::Empty => self.window.pending += 1,
@@ -846,6 +1039,7 @@ impl FalseSharingDetector {
             Slot::Received { .. } => {
                 // A second copy says nothing about order or delay the first did not.
                 self.counters.duplicate_packets += 1;
+                self.out_of_order.advance(now);
                 return Ok(());
             }
         }
@@ -859,14 +1053,23 @@ impl FalseSharingDetector {
     pub fn on_loss(&mut self, now: Instant, loss: LossReport) -> Result<(), Error> {
         let side = self.side_of(loss.flow)?;
         self.check_time(now)?;
+        check_seq(loss.seq)?;
         self.check_owner(loss.seq, side)?;
 
         self.last_now = now;
         self.counters.loss_reports += 1;
-        if !self.admit(now, loss.seq) {
+        self.out_of_order.advance(now);
+        if self.window.is_finalized(loss.seq) {
             self.counters.after_finalized += 1;
+            match self.final_of(loss.seq) {
+                // The number now belongs to this flow.
+                Some(Final::Unreported) => self.finalized.set(loss.seq, Final::Lost(side)),
+                Some(_) => {}
+                None => self.counters.beyond_record += 1,
+            }
             return Ok(());
         }
+        self.admit(now, loss.seq);
         let i = self.window.index(loss.seq);
         match self.window.slots[i] {
             Slot::Empty => {
@@ -887,6 +1090,7 @@ impl FalseSharingDetector {
     pub fn flush(&mut self, now: Instant) -> Result<u64, Error> {
         self.check_time(now)?;
         self.last_now = now;
+        self.out_of_order.advance(now);
         let (Some(base), Some(highest)) = (self.window.base, self.window.highest) else {
             return Ok(0);
         };
@@ -934,6 +1138,8 @@ impl FalseSharingDetector {
     pub fn memory(&self) -> MemoryUse {
         MemoryUse {
             reorder_window_slots: self.window.slots.len(),
+            finalized_record_pkts: self.finalized.width as usize,
+            occasion_slots: self.out_of_order.config().min_occasions as usize,
             delay_samples: self.delay.window_len(),
             delay_capacity: self.delay.window_capacity(),
             asymmetric_loss_trials: self.asymmetric_loss.window_len(),
@@ -941,6 +1147,8 @@ impl FalseSharingDetector {
             symmetric_loss_trials: self.symmetric_loss.window_len(),
             symmetric_loss_capacity: self.symmetric_loss.window_capacity(),
             heap_bytes: self.window.slots.len() * core::mem::size_of::<Slot>()
+                + self.finalized.heap_bytes()
+                + self.out_of_order.heap_bytes()
                 + self.delay.heap_bytes()
                 + self.asymmetric_loss.heap_bytes()
                 + self.symmetric_loss.heap_bytes(),
@@ -967,9 +1175,20 @@ impl FalseSharingDetector {
         Ok(())
     }
 
-    /// A sequence number waiting in the window belongs to the flow that reported it first.
+    /// The recorded fate of a finalized `seq`; None when it is older than the record.
+    fn final_of(&self, seq: u64) -> Option<Final> {
+        let base = self.window.base?;
+        (seq < base && base - seq <= self.finalized.width).then(|| self.finalized.get(seq))
+    }
+
+    /// A sequence number belongs to the flow that reported it first, while it waits in the window
+    /// and after it was finalized (as far as the record goes back).
     fn check_owner(&self, seq: u64, side: Side) -> Result<(), Error> {
-        match self.window.get(seq).and_then(Slot::side) {
+        let owner = match self.final_of(seq) {
+            Some(Final::Lost(s) | Final::Received(s)) => Some(s),
+            Some(Final::Unreported) | None => self.window.get(seq).and_then(Slot::side),
+        };
+        match owner {
             Some(owner) if owner != side => Err(invalid(
                 "seq",
                 seq as f64,
@@ -979,17 +1198,14 @@ impl FalseSharingDetector {
         }
     }
 
-    /// Makes room in the window for `seq`, finalizing what falls out of it; false if `seq` was
-    /// finalized already.
-    fn admit(&mut self, now: Instant, seq: u64) -> bool {
+    /// Makes room in the window for `seq` (not finalized yet), finalizing what falls out of it.
+    fn admit(&mut self, now: Instant, seq: u64) {
         let base = *self.window.base.get_or_insert(seq);
-        if seq < base {
-            return false;
-        }
+        debug_assert!(seq >= base);
         self.window.highest = Some(self.window.highest.map_or(seq, |h| h.max(seq)));
         let w = self.window.width();
         if seq - base < w {
-            return true;
+            return;
         }
         // The new base is seq - W + 1. Past W finalizations every slot is empty, so the rest are
         // unreported numbers, counted at once: a jump of 10^9 costs O(W), not O(10^9).
@@ -1002,9 +1218,13 @@ impl FalseSharingDetector {
         if skipped > 0 {
             self.counters.unreported_pkts += skipped;
             self.dispatch(now, Ordered::Gap);
-            self.window.base = Some(seq - w + 1);
+            let new_base = seq - w + 1;
+            // The record's last W numbers: the skipped ones among them are unreported.
+            for k in new_base - skipped.min(w)..new_base {
+                self.finalized.set(k, Final::Unreported);
+            }
+            self.window.base = Some(new_base);
         }
-        true
     }
 
     /// Finalizes the window's lowest sequence number, whatever its state.
@@ -1015,6 +1235,14 @@ impl FalseSharingDetector {
         let i = self.window.index(seq);
         let slot = core::mem::take(&mut self.window.slots[i]);
         self.window.base = Some(seq + 1);
+        self.finalized.set(
+            seq,
+            match slot {
+                Slot::Empty => Final::Unreported,
+                Slot::Received { side, .. } => Final::Received(side),
+                Slot::Lost { side } => Final::Lost(side),
+            },
+        );
         let ev = match slot {
             Slot::Empty => {
                 self.counters.unreported_pkts += 1;
@@ -1068,6 +1296,41 @@ mod tests {
         assert_eq!(r.push(4), Some(1));
         assert_eq!(r.push(5), Some(2));
         assert_eq!((r.len(), r.capacity()), (3, 3));
+    }
+
+    #[test]
+    fn falseshare_ring_reads_oldest_and_newest() {
+        let mut r: Ring<u32> = Ring::new(3);
+        assert_eq!((r.oldest(), r.newest(), r.iter().count()), (None, None, 0));
+        r.push(1);
+        assert_eq!((r.oldest(), r.newest()), (Some(1), Some(1)));
+        for v in 2..=5 {
+            r.push(v);
+        }
+        assert_eq!((r.oldest(), r.newest()), (Some(3), Some(5)));
+        let mut all: Vec<u32> = r.iter().collect();
+        all.sort();
+        assert_eq!(all, vec![3, 4, 5]);
+    }
+
+    #[test]
+    fn falseshare_final_record_keeps_fate_and_flow() {
+        // 70 numbers: two words per bitset, and numbers W apart share a slot.
+        let mut f = FinalRecord::new(70);
+        assert_eq!(f.heap_bytes(), 3 * 2 * 8);
+        assert_eq!(f.get(5), Final::Unreported);
+        f.set(5, Final::Received(Side::B));
+        f.set(69, Final::Lost(Side::A));
+        f.set(64, Final::Lost(Side::B));
+        assert_eq!(f.get(5), Final::Received(Side::B));
+        assert_eq!(f.get(75), Final::Received(Side::B), "the same slot");
+        assert_eq!(f.get(69), Final::Lost(Side::A));
+        assert_eq!(f.get(64), Final::Lost(Side::B));
+        f.set(75, Final::Received(Side::A));
+        assert_eq!(f.get(5), Final::Received(Side::A));
+        f.set(5, Final::Unreported);
+        assert_eq!(f.get(5), Final::Unreported);
+        assert_eq!(f.get(64), Final::Lost(Side::B), "neighbours untouched");
     }
 
     #[test]

@@ -6,22 +6,33 @@
 //! correlation tests cannot: a fully shared bottleneck with different path delays (Fig. 1(d),
 //! Fig. 7(b)). It "produces either a decision that the flows do not share a bottleneck or an
 //! inconclusive result", never share.
+//!
+//! An *occasion* is a reordering event, not a reordered packet: a reordered arrival more than
+//! `occasion_gap` after the previous occasion began starts a new one; the others belong to it.
+//! No share while at least `min_occasions` occasions began within the last `horizon`.
 
-use super::{Decision, DecisionHistory, OutOfOrderConfig, Side};
+use super::{Decision, DecisionHistory, OutOfOrderConfig, Ring, Side};
 use crate::units::{Duration, Instant};
 
-/// The out-of-order test's answer and the counts behind it (over the whole run).
+/// The out-of-order test's answer and the counts behind it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutOfOrderEvidence {
-    /// [`Decision::NoShare`] once `occasions >= min_occasions`, else inconclusive.
+    /// [`Decision::NoShare`] while `recent_occasions >= min_occasions`, else inconclusive.
     pub decision: Decision,
-    /// Arrivals seen (duplicates found in the reorder window excluded).
+    /// Arrivals given to the test (duplicates, and arrivals too late to be told from duplicates,
+    /// are not: see [`super::DetectorCounters`]).
     pub arrivals: u64,
     /// Arrivals after a packet of the other flow with a sequence number more than `extent_pkts`
-    /// higher.
+    /// higher, over the whole run.
     pub reordered_pkts: u64,
-    /// Runs of consecutive reordered arrivals of one flow: the "occasions" of sec. 4.1.3.
+    /// Reordering occasions over the whole run: reordered arrivals more than `occasion_gap` after
+    /// the start of the previous occasion (the "different occasions" of sec. 4.1.3).
     pub occasions: u64,
+    /// Occasions that began within the `horizon` before the latest observation, counted up to
+    /// `min_occasions` (only that many are kept): what the decision rests on.
+    pub recent_occasions: u64,
+    /// When the latest occasion began.
+    pub last_occasion_at: Option<Instant>,
     /// The largest sequence distance by which an arrival trailed the other flow's highest.
     pub max_extent_pkts: u64,
     /// Arrivals after a later packet of their own flow: counted, not occasions.
@@ -29,14 +40,17 @@ pub struct OutOfOrderEvidence {
     pub history: DecisionHistory,
 }
 
-/// The out-of-order test of sec. 4.1.3. Keeps counters only: constant memory.
+/// The out-of-order test of sec. 4.1.3. Keeps counters and the start times of its last
+/// `min_occasions` occasions: constant memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutOfOrderTest {
     config: OutOfOrderConfig,
     /// The highest sequence number received per flow (index A = 0, B = 1).
     highest: [Option<u64>; 2],
-    /// The flow whose reordered arrivals form the current occasion, if the last arrival was one.
-    run: Option<Side>,
+    /// The start times (ns) of the last `min_occasions` occasions, oldest first out.
+    recent: Ring<u64>,
+    /// The latest time seen: occasions age against it.
+    now: Instant,
     arrivals: u64,
     reordered_pkts: u64,
     occasions: u64,
@@ -50,7 +64,9 @@ impl OutOfOrderTest {
         OutOfOrderTest {
             config,
             highest: [None; 2],
-            run: None,
+            // The config is checked: 1..=MAX_MIN_OCCASIONS.
+            recent: Ring::new(config.min_occasions as usize),
+            now: start,
             arrivals: 0,
             reordered_pkts: 0,
             occasions: 0,
@@ -74,28 +90,46 @@ impl OutOfOrderTest {
         if let Some(e) = extent {
             self.max_extent_pkts = self.max_extent_pkts.max(e);
         }
-        match extent {
-            // "Reordering by more than three packets".
-            Some(e) if e > self.config.extent_pkts => {
-                self.reordered_pkts += 1;
-                if self.run != Some(side) {
-                    self.occasions += 1;
-                    self.run = Some(side);
-                }
+        // "Reordering by more than three packets".
+        if extent.is_some_and(|e| e > self.config.extent_pkts) {
+            self.reordered_pkts += 1;
+            let new_occasion = self
+                .last_occasion_at()
+                .is_none_or(|last| now.saturating_since(last) > self.config.occasion_gap);
+            if new_occasion {
+                self.occasions += 1;
+                self.recent.push(now.as_nanos());
             }
-            _ => self.run = None,
         }
         let own = &mut self.highest[side.index()];
         if own.is_some_and(|h| h > seq) {
             self.within_flow_late_pkts += 1;
         }
         *own = Some(own.map_or(seq, |h| h.max(seq)));
+        self.advance(now);
+    }
+
+    /// Time moved on to `now` (any observation of the detector): occasions older than the
+    /// horizon stop counting, and the test re-decides.
+    pub(super) fn advance(&mut self, now: Instant) {
+        self.now = self.now.max(now);
         let d = self.decision();
-        self.history.record(d, now);
+        self.history.record(d, self.now);
+    }
+
+    fn last_occasion_at(&self) -> Option<Instant> {
+        self.recent.newest().map(Instant::from_nanos)
+    }
+
+    /// Whether an occasion that began at `t_ns` still counts.
+    fn in_horizon(&self, t_ns: u64) -> bool {
+        self.now.saturating_since(Instant::from_nanos(t_ns)) <= self.config.horizon
     }
 
     fn decision(&self) -> Decision {
-        if self.occasions >= self.config.min_occasions {
+        // The ring holds the last min_occasions occasions: all of them count when its oldest does.
+        let full = self.recent.len() == self.recent.capacity();
+        if full && self.recent.oldest().is_some_and(|t| self.in_horizon(t)) {
             Decision::NoShare
         } else {
             Decision::Inconclusive
@@ -108,6 +142,8 @@ impl OutOfOrderTest {
             arrivals: self.arrivals,
             reordered_pkts: self.reordered_pkts,
             occasions: self.occasions,
+            recent_occasions: self.recent.iter().filter(|&t| self.in_horizon(t)).count() as u64,
+            last_occasion_at: self.last_occasion_at(),
             max_extent_pkts: self.max_extent_pkts,
             within_flow_late_pkts: self.within_flow_late_pkts,
             history: self.history,
@@ -121,5 +157,9 @@ impl OutOfOrderTest {
     /// The time from the start until the test first gave `decision`.
     pub fn detection_time(&self, decision: Decision) -> Option<Duration> {
         self.history.detection_time(decision)
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.recent.heap_bytes()
     }
 }
