@@ -9,12 +9,16 @@
 //! - [`group`]: flow ids, flow groups and the grouping rules (RFC 8699 sec. 5.1).
 //! - [`sbd`]: measurement-based Shared Bottleneck Detection from OWD and loss (RFC 8382).
 //! - [`falseshare`]: detecting false sharing of two flows by loss, delay, order (seed 000 sec. 4).
+//! - [`response`]: the response to false sharing: share by default, split and merge flows between
+//!   TCP-CCC or FSE groups on detectors' verdicts without a burst, per-destination memory
+//!   (seed 000 sec. 5).
 //! - [`units`]: time types and input validation.
 
 pub mod error;
 pub mod falseshare;
 pub mod fse;
 pub mod group;
+pub mod response;
 pub mod sbd;
 pub mod tcb;
 pub mod tcp;

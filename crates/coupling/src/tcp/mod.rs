@@ -304,6 +304,11 @@ impl TcpGroups {
         }
     }
 
+    /// The coupler a group gets when it is created by a registration (not configured first).
+    pub fn default_kind(&self) -> CouplerKind {
+        self.default_kind
+    }
+
     /// A coupler of `kind` with this host's burst limit.
     fn build(kind: CouplerKind, max_burst_pkts: f64) -> Box<dyn TcpCoupler> {
         let mut c = kind.build();
