@@ -10,7 +10,10 @@ crate, caught) after which the object is closed.
 
 Experiments (scenario files, sweeps, reproductions, reports) have a Python API mirroring the
 ``macroflow`` command: :func:`run`, :func:`sweep`, :func:`reproduce`, :func:`report`,
-:func:`load_results` (see :mod:`macroflow.api`). The flow-level model of fairness-enforcing
+:func:`load_results` (see :mod:`macroflow.api`). Shared-bottleneck detection (RFC 8382:
+:class:`SbdFlowStats`, :class:`SbdGrouper`) and the false-sharing tests
+(:class:`FalseSharingDetector`) take float seconds and run on captures in :mod:`macroflow.detect`
+(``macroflow detect``). The flow-level model of fairness-enforcing
 networks is :class:`FlowModel` (``crates/flowsim``; topologies and traffic in :mod:`macroflow.flowsim`).
 """
 
@@ -27,6 +30,7 @@ from macroflow._native import (
     CouplingError,
     CouplingInternalError,
     DuplicateFlowError,
+    FalseSharingDetector,
     FlowModel,
     FlowModelError,
     FlowModelInternalError,
@@ -40,6 +44,9 @@ from macroflow._native import (
     Outcome,
     Release,
     Response,
+    SbdConfig,
+    SbdFlowStats,
+    SbdGrouper,
     Simulation,
     SimulationError,
     SimulationInternalError,
@@ -69,6 +76,7 @@ __all__ = [
     "CouplingError",
     "CouplingInternalError",
     "DuplicateFlowError",
+    "FalseSharingDetector",
     "FlowModel",
     "FlowModelError",
     "FlowModelInternalError",
@@ -82,6 +90,9 @@ __all__ = [
     "Outcome",
     "Release",
     "Response",
+    "SbdConfig",
+    "SbdFlowStats",
+    "SbdGrouper",
     "Simulation",
     "SimulationError",
     "SimulationInternalError",

@@ -5,6 +5,9 @@ Conventions used throughout:
 - Flow, connection and group ids are non-negative ``int`` (u64).
 - Points in time are ``now_ns: int``, integer nanoseconds since an epoch the caller chooses (a
   simulator's start, or a monotonic clock the caller reads). Nothing here reads a clock.
+- The shared-bottleneck and false-sharing detectors (:class:`SbdFlowStats`,
+  :class:`FalseSharingDetector`) take points in time as ``float`` seconds instead (``now_s``),
+  and one-way delays as ``owd_ns: int``.
 - Spans of time (RTTs, timeouts, expiry) are ``float`` seconds, named ``..._s``. They must be
   finite and >= 0.
 - Rates are ``float`` bit/s (``..._bps``); windows are ``float`` packets (``..._pkts``).
@@ -499,6 +502,202 @@ class TcbCache:
         """Drops expired entries; returns how many."""
     def __len__(self) -> int:
         """The number of cached peers."""
+
+# ----------------------------------------------------------------------------------------------
+# Shared bottleneck detection (RFC 8382) and false sharing (seed 000 sec. 4.1)
+#
+# Unlike the coupling classes above, these take points in time as float seconds (``now_s``,
+# ``start_s``) since an epoch the caller chooses (``macroflow.detect`` uses a capture's first
+# packet; a float keeps nanoseconds for about 100 days from it, so do not use the Unix epoch);
+# they are rounded to integer nanoseconds as ``Simulation`` rounds its ``start_s``. One-way delays
+# are ``owd_ns: int`` nanoseconds, exact and relative: any constant offset per flow (unsynchronized
+# clocks, a TSval offset), even a negative delay, is fine. Decisions are "share", "no_share" or
+# "inconclusive". Results are plain dicts and lists.
+
+class SbdConfig:
+    """RFC 8382's parameters (sec. 2.1), its recommended values (sec. 2.2) as defaults; keyword
+    arguments only, validated here: a bad one raises InvalidValueError naming it (``t_s`` > 0,
+    ``n`` in 2..=65536, ``m`` in 1..=n, ``c_s`` in -1..=1, ``c_h`` in c_s..=1, ``p_l`` in 0..=1,
+    the other thresholds finite and >= 0). Frozen; ``==`` compares every parameter."""
+
+    def __init__(
+        self,
+        *,
+        t_s: float = 0.35,
+        n: int = 50,
+        m: int = 30,
+        c_s: float = -0.01,
+        c_h: float = 0.3,
+        p_l: float = 0.1,
+        p_f: float = 0.1,
+        p_mad: float = 0.1,
+        p_d: float = 0.1,
+        p_s: float = 0.15,
+        p_v: float = 0.7,
+    ) -> None: ...
+    @property
+    def t_s(self) -> float:
+        """T: the base interval of the measurements, seconds."""
+    @property
+    def n(self) -> int:
+        """N: intervals behind freq_est and pkt_loss (the history kept)."""
+    @property
+    def m(self) -> int:
+        """M (<= N): intervals behind mean_delay, skew_est and var_est."""
+    @property
+    def c_s(self) -> float:
+        """Congested while skew_est < c_s."""
+    @property
+    def c_h(self) -> float:
+        """Hysteresis: a congested flow stays so while skew_est < c_h."""
+    @property
+    def p_l(self) -> float:
+        """Congested whatever the skew above this loss fraction; high-loss groups divide by pkt_loss."""
+    @property
+    def p_f(self) -> float:
+        """freq_est difference that divides a group."""
+    @property
+    def p_mad(self) -> float:
+        """Relative var_est difference that divides a group."""
+    @property
+    def p_d(self) -> float:
+        """Relative pkt_loss difference that divides a high-loss group."""
+    @property
+    def p_s(self) -> float:
+        """skew_est difference that divides a group."""
+    @property
+    def p_v(self) -> float:
+        """A mean crossing is significant beyond p_v * var_est."""
+    @property
+    def warmup_intervals(self) -> int:
+        """max(2*M, N): T intervals with data before a flow is grouped (60 with the defaults)."""
+
+class SbdFlowStats:
+    """One flow's statistics of RFC 8382 sec. 3.2 (``coupling::sbd::FlowStats``) in fixed
+    memory: intervals ``[start_s + k*T, start_s + (k+1)*T)`` close when a call reaches their end;
+    the statistics are those of the closed intervals. Give every flow to be grouped the same
+    ``start_s``, so their intervals line up. ``config`` None: ``SbdConfig()``."""
+
+    def __init__(self, config: Optional[SbdConfig] = None, start_s: float = 0.0) -> None: ...
+    @property
+    def config(self) -> SbdConfig: ...
+    def on_packet(self, now_s: float, owd_ns: int) -> None:
+        """A packet received at ``now_s`` with relative one-way delay ``owd_ns`` (|owd_ns| <=
+        2**52). Times must not go back (TimeWentBackwardsError)."""
+    def on_loss(self, now_s: float, lost_pkts: int = 1) -> None:
+        """``lost_pkts`` packets found lost at ``now_s`` (counted in the interval open then)."""
+    def advance(self, now_s: float) -> int:
+        """Closes the intervals that ended at or before ``now_s``; returns how many."""
+    def summary(self) -> dict[str, Any]:
+        """The statistics after the last closed interval (sec. 3.2), the grouper's input:
+        ``skew_est`` (-1..1; negative: the queue is mostly full), ``var_est_ns`` (mean absolute
+        deviation of OWD), ``freq_est`` (significant mean crossings per interval), ``pkt_loss``
+        (lost / (received + lost) over N intervals), ``mean_delay_ns`` (None before any data;
+        in the caller's OWD base), ``intervals_closed``, ``data_intervals`` (intervals with samples
+        since mean_delay last became defined: the warm-up count) and ``skew_samples``."""
+    def counters(self) -> dict[str, int]:
+        """Running totals: ``received_pkts``, ``lost_pkts``, ``intervals_closed``,
+        ``empty_intervals``, ``samples_without_mean_delay``, ``samples_without_previous_mean``."""
+    def last_interval(self) -> Optional[dict[str, Any]]:
+        """The most recently closed interval (None before the first): ``received_pkts``,
+        ``lost_pkts``, ``mean_owd_ns`` (E[OWD], None when empty), ``skew_base``,
+        ``skew_samples``, ``var_base_ns``, ``var_samples``, ``crossing``."""
+    @property
+    def current_interval_end_s(self) -> float:
+        """The end of the open interval."""
+    @property
+    def history_len(self) -> int:
+        """Closed intervals held (at most N)."""
+
+class SbdGrouper:
+    """RFC 8382 sec. 3.3.1's grouping, with the per-flow hysteresis of step 1
+    (``coupling::sbd::SbdGrouper``). ``config`` None: ``SbdConfig()``."""
+
+    def __init__(self, config: Optional[SbdConfig] = None) -> None: ...
+    @property
+    def config(self) -> SbdConfig: ...
+    def group(self, flows: dict[int, Union[SbdFlowStats, dict[str, Any]]]) -> dict[str, Any]:
+        """Groups the flows from their summaries now: ``flows`` maps each flow id to its
+        :class:`SbdFlowStats` or to a summary dict as ``SbdFlowStats.summary()`` returns it
+        (``mean_delay_ns`` and ``intervals_closed`` may be left out; a missing or unknown key,
+        or a value out of its domain, raises InvalidValueError naming it, and nothing changes).
+        Returns ``groups`` (lists of flow ids sharing a bottleneck, each sorted, sorted by their
+        first id), ``not_congested`` and ``insufficient_data`` (short of the warm-up, or no compared
+        sample): every flow is in exactly one of the three; ``congested`` {flow: "skew" |
+        "hysteresis" | "loss"}, why each grouped flow is congested; ``splits``, the divisions made,
+        in order, each {``step``: "freq_est" | "var_est" | "skew_est" | "pkt_loss", ``below``,
+        ``above`` (the flows either side of the cut), ``below_value``, ``above_value``,
+        ``threshold`` (in the statistic's units: the difference exceeded it)}."""
+    def was_congested(self, flow: int) -> bool:
+        """Whether the flow was congested at its last decision (the hysteresis state)."""
+    def forget(self, flow: int) -> bool:
+        """Drops the flow's hysteresis state (call it when a flow ends); returns whether it had any."""
+
+class FalseSharingDetector:
+    """Seed 000's four false-sharing tests for the pair (``a``, ``b``)
+    (``coupling::falseshare::FalseSharingDetector``): asymmetric and symmetric loss correlation,
+    delay correlation (each deciding when the ``confidence`` intervals of its cross and auto
+    metrics stop overlapping) and out of order (no share after ``min_occasions`` reordering
+    occasions, ``occasion_gap_s`` apart, within ``horizon_s``). ``a`` is the asymmetric test's
+    comparison flow. Packets carry the pair's shared sequence number (one counter at the source
+    for both flows); reports may come in any order within ``reorder_window_pkts``. Parameters
+    are checked here: a bad one raises InvalidValueError naming the keyword (``confidence``
+    strictly in (0, 1); ``*_min_samples`` in 1..=``*_window_samples`` <= 65536;
+    ``reorder_window_pkts`` in 1..=2**20; ``min_occasions`` in 1..=65536; ``horizon_s`` >
+    (min_occasions - 1) * occasion_gap_s); ``a == b`` raises DuplicateFlowError. Memory is
+    fixed at construction (about 72 KiB with the defaults)."""
+
+    def __init__(
+        self,
+        a: int,
+        b: int,
+        start_s: float = 0.0,
+        *,
+        confidence: float = 0.9,
+        reorder_window_pkts: int = 256,
+        loss_min_samples: int = 10,
+        loss_window_samples: int = 1024,
+        delay_min_samples: int = 10,
+        delay_window_samples: int = 2048,
+        extent_pkts: int = 3,
+        min_occasions: int = 10,
+        occasion_gap_s: float = 0.5,
+        horizon_s: float = 10.0,
+    ) -> None: ...
+    @property
+    def flows(self) -> tuple[int, int]:
+        """``(a, b)``."""
+    def on_packet(self, now_s: float, flow: int, seq: int, owd_ns: int) -> None:
+        """A packet of ``flow`` (``a`` or ``b``, else UnknownFlowError) with shared sequence number
+        ``seq`` (< 2**64 - 1) arrived at ``now_s`` with relative one-way delay ``owd_ns``
+        (within 2**46 ns of the flow's first). Arrivals are taken in call order (the out-of-order
+        test's arrival order). A number already reported for the other flow is refused."""
+    def on_loss(self, now_s: float, flow: int, seq: int) -> None:
+        """The packet of ``flow`` numbered ``seq`` was found lost, reported at ``now_s`` (an arrival
+        of the same number wins)."""
+    def flush(self, now_s: float) -> int:
+        """Finalizes every number up to the highest reported (the end of a trace; numbers never
+        reported count as unreported); returns how many."""
+    def decisions(self) -> dict[str, dict[str, Any]]:
+        """Every test's answer now, under ``asymmetric_loss``, ``symmetric_loss``, ``delay`` and
+        ``out_of_order``. Each has ``decision`` and ``history`` {``decision``, ``since_s``,
+        ``first_share_at_s``, ``first_no_share_at_s`` (None if never), ``share_detection_time_s``,
+        ``no_share_detection_time_s`` (from ``start_s``: the detection times of sec. 4),
+        ``changes``, ``start_s``}. The loss tests add ``kind``, ``auto`` and ``cross`` (the
+        conditional loss probabilities as {``value``, ``lo``, ``hi``, ``samples``}, their Wilson
+        interval; None without trials), ``trials``, ``auto_lost``, ``cross_lost`` and ``counters``
+        {``conditions``, ``not_interleaved``, ``broken_by_gap``, ``trials``}; the delay test
+        ``auto`` and ``cross`` (pooled correlations with their Fisher interval), ``directions``
+        (samples taken at a's and at b's packets: {``samples``, ``auto_r``, ``cross_r``}),
+        ``samples`` and ``counters`` {``positions``, ``interleaved``, ``samples``,
+        ``missing_delay``, ``gaps``}; the out-of-order test ``arrivals``, ``reordered_pkts``,
+        ``occasions``, ``recent_occasions``, ``last_occasion_at_s``, ``max_extent_pkts`` and
+        ``within_flow_late_pkts``."""
+    def counters(self) -> dict[str, int]:
+        """Running totals of the inputs: ``packets``, ``loss_reports``, ``duplicate_packets``,
+        ``duplicate_loss_reports``, ``lost_then_received``, ``loss_reports_for_received``,
+        ``after_finalized``, ``finalized_duplicates``, ``beyond_record``, ``finalized_pkts``,
+        ``unreported_pkts``, ``pending_pkts``."""
 
 class SimulationError(ValueError):
     """A simulation was built or run with an invalid parameter; the message names it."""

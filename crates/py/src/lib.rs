@@ -4,11 +4,14 @@
 //! Conventions (see `python/macroflow/_native.pyi`): flow, connection and group ids are `int`
 //! (u64); points in time are `now_ns: int` nanoseconds on a clock the caller chooses; spans (RTT,
 //! timeouts) are float seconds with an `_s` suffix; rates are float bit/s (`_bps`), windows float
-//! packets (`_pkts`). A call that raises leaves the object unchanged.
+//! packets (`_pkts`). A call that raises leaves the object unchanged. The shared-bottleneck and
+//! false-sharing detectors (`detect.rs`) take points in time as float seconds (`now_s`), as the
+//! simulator's bindings do, and one-way delays as `owd_ns: int`.
 
 mod ccc;
 mod convert;
 mod de;
+mod detect;
 mod flowmodel;
 mod fse;
 mod linux;
@@ -44,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linux::add(m)?;
     ccc::add(m)?;
     tiu::add(m)?;
+    detect::add(m)?;
     m.add(
         "FSE_ALGORITHMS",
         PyTuple::new(m.py(), fse::algorithm_names())?,
