@@ -47,7 +47,8 @@
 use crate::error::Error;
 use crate::group::{FlowGroups, FlowId, GroupId, GroupState, Grouping};
 use crate::units::{
-    check_desired_rate, check_priority, check_rate, share, Duration, Instant, RunningSum,
+    check_desired_rate, check_not_before, check_priority, check_rate, share, Duration, Instant,
+    RunningSum,
 };
 use rustc_hash::FxHashMap;
 
@@ -249,13 +250,7 @@ impl FseGroup {
     }
 
     fn check_time(&self, now: Instant) -> Result<(), Error> {
-        if now < self.last_now {
-            return Err(Error::TimeWentBackwards {
-                now_ns: now.as_nanos(),
-                last_ns: self.last_now.as_nanos(),
-            });
-        }
-        Ok(())
+        check_not_before(now, self.last_now)
     }
 
     /// Validates a registration without changing anything.

@@ -109,7 +109,7 @@ use crate::error::Error;
 use crate::fse::{Assignment, Fse};
 use crate::group::{FlowId, GroupId, Grouping};
 use crate::tcp::{CouplerKind, Response, TcpGroups, TcpState, TcpUpdate};
-use crate::units::{check_rate, Duration, Instant};
+use crate::units::{check_not_before, check_rate, Duration, Instant};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -445,13 +445,7 @@ impl SharingPolicy {
     }
 
     fn check_time(&self, now: Instant) -> Result<(), Error> {
-        if now < self.last_now {
-            return Err(Error::TimeWentBackwards {
-                now_ns: now.as_nanos(),
-                last_ns: self.last_now.as_nanos(),
-            });
-        }
-        Ok(())
+        check_not_before(now, self.last_now)
     }
 
     /// The `k`-th group id from the next free one, if the id space has room for it.

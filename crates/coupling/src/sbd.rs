@@ -72,7 +72,7 @@
 
 use crate::error::Error;
 use crate::group::FlowId;
-use crate::units::{Duration, Instant};
+use crate::units::{check_not_before, Duration, Instant};
 use std::collections::BTreeSet;
 
 /// The largest |OWD| accepted, in nanoseconds: 2^52 ns (about 52 days). Differences of two
@@ -498,13 +498,7 @@ impl FlowStats {
     }
 
     fn check_time(&self, now: Instant) -> Result<(), Error> {
-        if now < self.last_now {
-            return Err(Error::TimeWentBackwards {
-                now_ns: now.as_nanos(),
-                last_ns: self.last_now.as_nanos(),
-            });
-        }
-        Ok(())
+        check_not_before(now, self.last_now)
     }
 
     fn absolute(&self, rebased: f64) -> f64 {

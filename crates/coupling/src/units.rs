@@ -141,6 +141,17 @@ pub const MAX_WINDOW_PKTS: f64 = 1e15;
 pub const MAX_PRIORITY: f64 = 1e12;
 
 /// A rate in bit/s: 0 ..= [`MAX_RATE_BPS`].
+/// Time passed in never goes back: `now` before `last` (the latest time seen) is an error.
+pub(crate) fn check_not_before(now: Instant, last: Instant) -> Result<(), Error> {
+    if now < last {
+        return Err(Error::TimeWentBackwards {
+            now_ns: now.as_nanos(),
+            last_ns: last.as_nanos(),
+        });
+    }
+    Ok(())
+}
+
 pub fn check_rate(field: &'static str, bps: f64) -> Result<f64, Error> {
     if (0.0..=MAX_RATE_BPS).contains(&bps) {
         Ok(bps)

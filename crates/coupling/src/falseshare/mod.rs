@@ -161,7 +161,7 @@ pub use reorder::{OutOfOrderEvidence, OutOfOrderTest};
 
 use crate::error::Error;
 use crate::group::FlowId;
-use crate::units::{Duration, Instant};
+use crate::units::{check_not_before, Duration, Instant};
 use core::fmt;
 use stats::Estimate;
 
@@ -1166,13 +1166,7 @@ impl FalseSharingDetector {
     }
 
     fn check_time(&self, now: Instant) -> Result<(), Error> {
-        if now < self.last_now {
-            return Err(Error::TimeWentBackwards {
-                now_ns: now.as_nanos(),
-                last_ns: self.last_now.as_nanos(),
-            });
-        }
-        Ok(())
+        check_not_before(now, self.last_now)
     }
 
     /// The recorded fate of a finalized `seq`; None when it is older than the record.
