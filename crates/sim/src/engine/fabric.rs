@@ -8,7 +8,7 @@ use super::sched::{Event, Scheduler};
 use super::PacketCounts;
 use crate::net::queue::QItem;
 use crate::net::{LinkId, Network, NodeId};
-use crate::packet::{Packet, PacketId, PacketPool};
+use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
 use crate::rng::{seeded, SimRng};
 use crate::stats::PacketEventKind;
 use crate::transport::tcp::Outbox;
@@ -26,6 +26,14 @@ pub(crate) enum NetEvent {
     Arrive(u32),
 }
 
+/// What became of an observed data segment (a measured group's member's), by its packet slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Observation {
+    Sent { slot: u32, flow: u32 },
+    Arrived { slot: u32 },
+    Dropped { slot: u32 },
+}
+
 #[derive(Debug)]
 pub(crate) struct Fabric {
     pub net: Network,
@@ -41,6 +49,11 @@ pub(crate) struct Fabric {
     /// Links' jitter draws, a stream of their own (seeded from the run's seed): turning jitter on
     /// changes no other random process (random drop, RED, sources, FSE delays draw as before).
     jitter_rng: SimRng,
+    /// TCP flows whose data segments are observed (measured groups' members), by flow.
+    observed: Vec<bool>,
+    /// Observed segments sent, arrived or dropped since the engine last took them (at this
+    /// instant: the engine takes them after every event).
+    pub observations: Vec<Observation>,
 }
 
 impl Fabric {
@@ -53,7 +66,22 @@ impl Fabric {
             taps: PacketTaps::default(),
             tcp_in_network: Vec::new(),
             tcp_emptied_by_drop: Vec::new(),
+            observed: Vec::new(),
+            observations: Vec::new(),
         }
+    }
+
+    /// Observes TCP flow `f`'s data segments from now on.
+    pub fn observe(&mut self, f: u32) {
+        let f = f as usize;
+        if f >= self.observed.len() {
+            self.observed.resize(f + 1, false);
+        }
+        self.observed[f] = true;
+    }
+
+    fn is_observed(&self, p: &Packet) -> bool {
+        p.kind == PacketKind::TcpData && self.observed.get(p.flow as usize) == Some(&true)
     }
 
     /// Sends every packet in the outbox from its source node, in the order they were written.
@@ -76,7 +104,14 @@ impl Fabric {
                 self.tcp_in_network[f] += 1;
             }
             let src = p.src;
+            let observed = self.is_observed(&p);
             let id = self.pool.alloc(p);
+            if observed {
+                self.observations.push(Observation::Sent {
+                    slot: id.0,
+                    flow: p.flow,
+                });
+            }
             // Flows have distinct endpoints, so nothing is delivered where it is sent.
             let delivered = self.forward(src, id, now, sched, rng);
             debug_assert!(delivered.is_none(), "a packet sent to its own source");
@@ -131,6 +166,9 @@ impl Fabric {
     ) -> Option<Packet> {
         let p = self.pool.get(id);
         if p.dst == at {
+            if self.is_observed(p) {
+                self.observations.push(Observation::Arrived { slot: id.0 });
+            }
             let p = self.pool.free(id);
             self.counts.delivered += 1;
             if p.kind.is_tcp() {
@@ -182,6 +220,10 @@ impl Fabric {
             l.stats.dropped_pkts += 1;
             l.stats.dropped_bytes += d.size_bytes as u64;
             self.counts.dropped += 1;
+            if self.is_observed(self.pool.get(d.id)) {
+                self.observations
+                    .push(Observation::Dropped { slot: d.id.0 });
+            }
             let dp = self.pool.free(d.id);
             self.taps.trace(now, PacketEventKind::Drop, link.0, &dp);
             if dp.kind.is_tcp() {

@@ -40,6 +40,7 @@ use crate::rng::{seeded, SimRng};
 use crate::stats::{LinkSummary, Results, TimeSeries};
 use crate::traffic::WebWorkload;
 use crate::transport::coupled::CouplingGroups;
+use crate::transport::measured::{MeasuredConfig, MeasuredCoupler};
 use crate::transport::rate::{RateReceiver, RateSender};
 use crate::transport::tcp::Outbox;
 use ::coupling::fse::Algorithm;
@@ -103,6 +104,10 @@ pub struct Sim {
     rec: Recorder,
     /// Scratch: TCP flows whose last packet a queue dropped.
     emptied: Vec<u32>,
+    /// The measured coupling groups (`transport::measured`), by group index.
+    measured: Vec<usize>,
+    /// Scratch for the fabric's observations (kept for its capacity).
+    observations: Vec<fabric::Observation>,
 }
 
 /// Splits `Sim` into a handler context and the modules (disjoint borrows).
@@ -140,6 +145,8 @@ impl Sim {
             fse: FseSignalling::default(),
             rec: Recorder::default(),
             emptied: Vec::new(),
+            measured: Vec::new(),
+            observations: Vec::new(),
         })
     }
 
@@ -308,6 +315,26 @@ impl Sim {
         self.tcp_coupling.add_group(kind)
     }
 
+    /// A measured coupling group (`transport::measured`, issue 20): its connections start in one
+    /// macroflow running `config.coupler`, false-sharing detectors watch every pair, and the
+    /// response splits and merges them. Errors name the bad field.
+    pub fn add_measured_group(&mut self, config: MeasuredConfig) -> Result<usize, SimError> {
+        let g = self.tcp_coupling.add_measured(config).map_err(|e| {
+            SimError::invalid(
+                "measured_group",
+                e,
+                "a valid detector and memory configuration",
+            )
+        })?;
+        self.measured.push(g);
+        Ok(g)
+    }
+
+    /// Measured group `group`'s state: its detectors, placements, detection events and counters.
+    pub fn measured_group(&self, group: usize) -> Option<&MeasuredCoupler> {
+        self.tcp_coupling.measured(group)
+    }
+
     /// Sets a coupling group's burst limit (`TcpCoupler::set_max_burst_pkts`; 0 by default).
     pub fn set_max_burst_pkts(&mut self, group: usize, pkts: f64) -> Result<(), SimError> {
         let name = format!("group[{group}].max_burst_pkts");
@@ -349,7 +376,11 @@ impl Sim {
             }
             check_int_priority(&name, priority)?;
         }
-        self.tcp.couple(flow, group, priority)
+        self.tcp.couple(flow, group, priority)?;
+        if self.tcp_coupling.measured(group).is_some() {
+            self.fabric.observe(flow);
+        }
+        Ok(())
     }
 
     /// Changes a coupled flow's priority at `at` (seed 003 Fig. 5.13, 9.12).
@@ -436,6 +467,9 @@ impl Sim {
                 }
             }
             Event::Tcp(e) => {
+                if let sched::Event::Tcp(tcp_flows::TcpEvent::Start(f)) = ev {
+                    self.open_measured(f);
+                }
                 let mut cx = ctx!(self);
                 self.tcp.handle(e, &mut cx, &mut self.tcp_coupling);
             }
@@ -463,10 +497,65 @@ impl Sim {
                     .sample(&mut self.sched, &mut self.tcp, &self.media, &self.fabric)
             }
         }
+        if !self.fabric.observations.is_empty() {
+            self.observe();
+        }
         // A TCP flow whose last packet was dropped may be finished: free it now.
         self.fabric.take_tcp_emptied(&mut self.emptied);
         for f in self.emptied.drain(..) {
             self.tcp.retire_if_done(f, &self.fabric);
+        }
+    }
+
+    /// A member of a measured group starts: its group places it before it registers.
+    fn open_measured(&mut self, f: u32) {
+        let now = self.sched.now();
+        if let Some((_, Some(g))) = self.tcp.cc_and_group(f) {
+            if let Some(m) = self.tcp_coupling.measured_mut(g) {
+                // Should the policy refuse it, its registration is refused too (counted in
+                // `CouplingErrors::register`) and it runs uncoupled.
+                let _ = m.open(f, now);
+            }
+        }
+    }
+
+    /// Feeds the segments observed during the last event to their measured groups' detectors,
+    /// then applies the regroupings the detectors' verdicts brought.
+    fn observe(&mut self) {
+        let now = self.sched.now();
+        // Applying a regrouping may send segments, observed at this instant too.
+        while !self.fabric.observations.is_empty() {
+            self.observe_once(now);
+        }
+    }
+
+    fn observe_once(&mut self, now: Instant) {
+        std::mem::swap(&mut self.observations, &mut self.fabric.observations);
+        for i in 0..self.observations.len() {
+            match self.observations[i] {
+                fabric::Observation::Sent { slot, flow } => {
+                    if let Some((_, Some(g))) = self.tcp.cc_and_group(flow) {
+                        if let Some(m) = self.tcp_coupling.measured_mut(g) {
+                            m.on_sent(slot, flow, now);
+                        }
+                    }
+                }
+                fabric::Observation::Arrived { slot } | fabric::Observation::Dropped { slot } => {
+                    let arrived =
+                        matches!(self.observations[i], fabric::Observation::Arrived { .. });
+                    for &g in &self.measured {
+                        if let Some(m) = self.tcp_coupling.measured_mut(g) {
+                            m.on_fate(slot, arrived, now);
+                        }
+                    }
+                }
+            }
+        }
+        self.observations.clear();
+        for k in 0..self.measured.len() {
+            let g = self.measured[k];
+            let mut cx = ctx!(self);
+            self.tcp.apply_measured(g, &mut cx, &mut self.tcp_coupling);
         }
     }
 

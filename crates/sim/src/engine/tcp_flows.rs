@@ -305,6 +305,32 @@ impl TcpFlows {
         self.retire_if_done(f, cx.fabric);
     }
 
+    /// Applies measured group `group`'s pending regroupings to its live connections (a connection
+    /// in fast recovery waits: `transport::measured`).
+    pub fn apply_measured(&mut self, group: usize, cx: &mut Ctx, coupling: &mut CouplingGroups) {
+        let Some(m) = coupling.measured(group) else {
+            return;
+        };
+        if m.pending_actions().is_empty() {
+            return;
+        }
+        let actions = m.pending_actions().to_vec();
+        for a in actions {
+            let f = a.flow().0 as u32;
+            let Some(c) = self.flows.get_mut(f as usize).and_then(Flow::live) else {
+                continue;
+            };
+            let current = c.snd.current_update();
+            let m = coupling.measured_mut(group).expect("checked above");
+            if let Some(r) = m.apply(&a, current) {
+                c.snd.on_moved(r.cwnd_pkts, r.ssthresh_pkts);
+                c.snd.send_available(cx.now, cx.out);
+                self.arm_rto(f, cx);
+                cx.flush();
+            }
+        }
+    }
+
     fn arm_rto(&mut self, f: u32, cx: &mut Ctx) {
         let c = self.flows[f as usize].conn();
         if let Some(d) = c.snd.rto_deadline() {

@@ -23,6 +23,7 @@
 //! ([`Coupled::on_release`]).
 
 use super::cc::{AckSample, CaState, CongestionControl, CwndEvent, TcpCc};
+use super::measured::{MeasuredConfig, MeasuredCoupler};
 use coupling::tcp::{CouplerKind, Release, TcpCoupler, TcpState, TcpUpdate};
 use coupling::FlowId;
 
@@ -53,7 +54,7 @@ impl CouplingErrors {
 /// the errors the couplers returned.
 #[derive(Debug, Default)]
 pub struct CouplingGroups {
-    groups: Vec<Box<dyn TcpCoupler>>,
+    groups: Vec<Slot>,
     /// Each group's kind (`None`: a coupler given directly, [`Self::add_coupler`]).
     kinds: Vec<Option<CouplerKind>>,
     /// Segments released to joining connections by the latest ACK (Algorithm 4).
@@ -61,7 +62,54 @@ pub struct CouplingGroups {
     pub errors: CouplingErrors,
 }
 
+/// A group's coupler: one of `crates/coupling`'s (or a wrapper), or a measured group, which the
+/// engine also feeds observations and whose actions it applies.
+#[derive(Debug)]
+enum Slot {
+    Plain(Box<dyn TcpCoupler>),
+    Measured(Box<MeasuredCoupler>),
+}
+
+impl Slot {
+    fn get(&self) -> &dyn TcpCoupler {
+        match self {
+            Slot::Plain(c) => c.as_ref(),
+            Slot::Measured(m) => m.as_ref(),
+        }
+    }
+
+    fn get_mut(&mut self) -> &mut dyn TcpCoupler {
+        match self {
+            Slot::Plain(c) => c.as_mut(),
+            Slot::Measured(m) => m.as_mut(),
+        }
+    }
+}
+
 impl CouplingGroups {
+    /// A measured group (`transport::measured`); its kind is its coupler's.
+    pub fn add_measured(&mut self, config: MeasuredConfig) -> Result<usize, coupling::Error> {
+        let m = MeasuredCoupler::new(config)?;
+        self.groups.push(Slot::Measured(Box::new(m)));
+        self.kinds.push(Some(config.coupler));
+        Ok(self.groups.len() - 1)
+    }
+
+    /// The measured group `group`, if it is one.
+    pub fn measured(&self, group: usize) -> Option<&MeasuredCoupler> {
+        match self.groups.get(group) {
+            Some(Slot::Measured(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn measured_mut(&mut self, group: usize) -> Option<&mut MeasuredCoupler> {
+        match self.groups.get_mut(group) {
+            Some(Slot::Measured(m)) => Some(m),
+            _ => None,
+        }
+    }
+
     pub fn add_group(&mut self, kind: CouplerKind) -> usize {
         let g = self.add_coupler(kind.build());
         self.kinds[g] = Some(kind);
@@ -70,7 +118,7 @@ impl CouplingGroups {
 
     /// A group run by any coupler (one of `crates/coupling`'s, or a wrapper around one).
     pub fn add_coupler(&mut self, coupler: Box<dyn TcpCoupler>) -> usize {
-        self.groups.push(coupler);
+        self.groups.push(Slot::Plain(coupler));
         self.kinds.push(None);
         self.groups.len() - 1
     }
@@ -89,7 +137,7 @@ impl CouplingGroups {
     }
 
     pub fn coupler(&self, group: usize) -> Option<&dyn TcpCoupler> {
-        self.groups.get(group).map(|g| g.as_ref())
+        self.groups.get(group).map(Slot::get)
     }
 
     /// Sets a group's burst limit (`TcpCoupler::set_max_burst_pkts`); `None` for no such group.
@@ -100,7 +148,7 @@ impl CouplingGroups {
     ) -> Option<Result<(), coupling::Error>> {
         self.groups
             .get_mut(group)
-            .map(|g| g.set_max_burst_pkts(pkts))
+            .map(|g| g.get_mut().set_max_burst_pkts(pkts))
     }
 
     /// Moves the segments the latest ACK released into `out` (cleared first), for the TCP agent
@@ -183,7 +231,7 @@ impl Coupled {
     pub fn init(&mut self, tp: &mut TcpCc, g: &mut CouplingGroups) {
         self.inner.init(tp);
         let Some(seat) = self.seat else { return };
-        let Some(group) = g.groups.get_mut(seat.group) else {
+        let Some(group) = g.groups.get_mut(seat.group).map(Slot::get_mut) else {
             g.errors.register += 1; // no such group: counted, and it runs uncoupled
             self.seat = None;
             return;
@@ -249,7 +297,11 @@ impl Coupled {
         self.report(tp, false, in_flight_pkts, g);
         if let (true, Some(group)) = (new_data, self.group()) {
             g.releases.clear();
-            if g.groups[group].on_ack(self.conn, &mut g.releases).is_err() {
+            if g.groups[group]
+                .get_mut()
+                .on_ack(self.conn, &mut g.releases)
+                .is_err()
+            {
                 g.errors.on_ack += 1;
             }
         }
@@ -259,7 +311,7 @@ impl Coupled {
     pub fn release(&mut self, g: &mut CouplingGroups) {
         if let Some(group) = self.group() {
             self.left = true;
-            if g.groups[group].leave(self.conn).is_err() {
+            if g.groups[group].get_mut().leave(self.conn).is_err() {
                 g.errors.leave += 1;
             }
         }
@@ -271,10 +323,23 @@ impl Coupled {
             seat.priority = priority;
         }
         if let Some(group) = self.group() {
-            if g.groups[group].set_priority(self.conn, priority).is_err() {
+            if g.groups[group]
+                .get_mut()
+                .set_priority(self.conn, priority)
+                .is_err()
+            {
                 g.errors.set_priority += 1;
             }
         }
+    }
+
+    /// Applies a measured group's move (`transport::measured`): the connection uses the window and
+    /// threshold its new group answered, as the last thing the coupler knows of it.
+    pub fn on_moved(&mut self, tp: &mut TcpCc, cwnd_pkts: f64, ssthresh_pkts: f64) {
+        let state = coupling_state(tp);
+        tp.cwnd = cwnd_pkts;
+        tp.ssthresh = ssthresh_pkts;
+        self.reported = Some((cwnd_pkts, ssthresh_pkts, state));
     }
 
     /// Applies a handover release: the connection may now use `cwnd_pkts` (its ssthresh stays).
@@ -313,7 +378,7 @@ impl Coupled {
             // difference.
             in_flight_pkts,
         };
-        match g.groups[group].update(self.conn, u) {
+        match g.groups[group].get_mut().update(self.conn, u) {
             Ok(Some(r)) => {
                 tp.cwnd = r.cwnd_pkts;
                 tp.ssthresh = r.ssthresh_pkts;

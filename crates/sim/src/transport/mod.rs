@@ -8,6 +8,7 @@ pub mod coupled;
 pub mod cubic;
 pub mod gcc;
 pub mod ledbat;
+pub mod measured;
 pub mod nada;
 pub mod rap;
 pub mod rate;

@@ -299,6 +299,18 @@ impl TcpSender {
         self.cc.on_release(&mut self.tp, cwnd_pkts);
     }
 
+    /// What the connection would report to its coupler now (a measured group's move takes it).
+    pub fn current_update(&self) -> coupling::tcp::TcpUpdate {
+        coupling::tcp::TcpUpdate::new(self.tp.cwnd, self.tp.ssthresh, self.coupling_state())
+            .with_in_flight(self.pipe_pkts())
+    }
+
+    /// A measured group moved the connection: it uses the window and threshold its new group
+    /// answered.
+    pub fn on_moved(&mut self, cwnd_pkts: f64, ssthresh_pkts: f64) {
+        self.cc.on_moved(&mut self.tp, cwnd_pkts, ssthresh_pkts);
+    }
+
     /// A scheduled priority change, told to the group while the connection is in it.
     pub fn set_priority(&mut self, priority: f64, g: &mut CouplingGroups) {
         self.cc.set_priority(priority, g);

@@ -1,0 +1,500 @@
+//! A **measured** coupling group (issue 20): TCP connections coupled by measurement, not by
+//! configuration. The group stands for one macroflow's destination (seed 000 sec. 5.1: "the
+//! granularity of sharing is a common destination host"; its test flows are placed in one
+//! macroflow, sec. 3.2 and 5.2): every connection starts in the shared group ("share by
+//! default"), false-sharing detectors watch every pair of connections, and the response policy
+//! splits a pair's younger connection out on "no share" and merges it back on "share"
+//! (`coupling::response`, the code users ship). Inside, the macroflow's groups are a
+//! `coupling::tcp::TcpGroups` of the configured coupler, and [`MeasuredCoupler`] is itself a
+//! [`TcpCoupler`], so a connection's hooks call it exactly as they call any other group
+//! (`transport::coupled`).
+//!
+//! What the detectors are fed (`engine::measured` routes the fabric's observations here):
+//! - **Sending order.** Each pair of connections has its own macroflow sequence counter, and
+//!   every data segment a member sends takes the next number of every pair it belongs to (sec.
+//!   4.1.3: "each packet is marked with an increasing sequence number at the source"; with two
+//!   flows, the seed's case, that is one counter per macroflow). Retransmissions are new packets
+//!   with new numbers.
+//! - **Arrivals** at the connection's destination with their one-way delay (sec. 4.1.2: receive
+//!   time minus the source timestamp; the simulator's clocks agree, which the tests do not need).
+//! - **Losses** when the network drops the segment. A receiver infers the loss from the gap in
+//!   the sequence numbers one packet later on a path that does not reorder; reporting it at the
+//!   drop is the same information a few packets earlier, and the detector re-orders its input by
+//!   sequence number anyway.
+//!
+//! A pair's detector starts when its second connection registers and is dropped when either
+//! leaves. The response acts on one test's answer ([`MeasuredConfig::test`]; the seed's
+//! response experiment uses the out-of-order test, sec. 5.2): whenever that answer changes to
+//! share or no share the policy is given the verdict, and the actions it returns wait in
+//! [`MeasuredCoupler::take_actions`] for the engine to apply with the connection's current window
+//! (a connection in fast recovery is moved once it has left it, `coupling::response` item 7).
+//! With `respond` off the detectors only watch: the connections stay in the shared group (the
+//! seed's detection experiments, sec. 4.2).
+
+use coupling::falseshare::{
+    Decision, FalseSharingConfig, FalseSharingDetector, LossReport, Packet,
+};
+use coupling::response::{Action, Dest, SharingConfig, SharingPolicy, Verdict};
+use coupling::tcp::{ConnView, CouplerKind, Release, Response, TcpCoupler, TcpGroups, TcpUpdate};
+use coupling::{Error, FlowId, Instant};
+
+/// The four tests of seed 000 sec. 4.1, in the order every listing shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DetectorTest {
+    AsymmetricLoss,
+    SymmetricLoss,
+    Delay,
+    OutOfOrder,
+}
+
+impl DetectorTest {
+    pub const ALL: [DetectorTest; 4] = [
+        DetectorTest::AsymmetricLoss,
+        DetectorTest::SymmetricLoss,
+        DetectorTest::Delay,
+        DetectorTest::OutOfOrder,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DetectorTest::AsymmetricLoss => "asymmetric_loss",
+            DetectorTest::SymmetricLoss => "symmetric_loss",
+            DetectorTest::Delay => "delay",
+            DetectorTest::OutOfOrder => "out_of_order",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<DetectorTest> {
+        DetectorTest::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    fn history(self, d: &FalseSharingDetector) -> coupling::falseshare::DecisionHistory {
+        match self {
+            DetectorTest::AsymmetricLoss => d.asymmetric_loss().history(),
+            DetectorTest::SymmetricLoss => d.symmetric_loss().history(),
+            DetectorTest::Delay => d.delay().history(),
+            DetectorTest::OutOfOrder => d.out_of_order().history(),
+        }
+    }
+}
+
+/// How a measured group couples, detects and responds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeasuredConfig {
+    /// The coupler each of the macroflow's groups runs.
+    pub coupler: CouplerKind,
+    /// The detectors' configuration (confidence, windows, the out-of-order occasions).
+    pub detector: FalseSharingConfig,
+    /// The test whose answer the response acts on.
+    pub test: DetectorTest,
+    /// Split and merge on the test's answers; off: detect only, every connection stays shared.
+    pub respond: bool,
+    /// The response's per-destination memory.
+    pub sharing: SharingConfig,
+}
+
+impl MeasuredConfig {
+    /// Share by default, the out-of-order test driving the response (seed 000 sec. 5.2), the
+    /// seed's 90 % intervals, memory as `coupling::response`'s defaults.
+    pub fn new(coupler: CouplerKind) -> Self {
+        MeasuredConfig {
+            coupler,
+            detector: FalseSharingConfig::default(),
+            test: DetectorTest::OutOfOrder,
+            respond: true,
+            sharing: SharingConfig::default(),
+        }
+    }
+
+    pub fn check(&self) -> Result<(), Error> {
+        self.detector.check()?;
+        self.sharing.check()
+    }
+}
+
+/// A change of one test's answer for one pair: the detection trace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DetectionEvent {
+    pub at: Instant,
+    pub flow_a: u32,
+    pub flow_b: u32,
+    pub test: DetectorTest,
+    pub decision: Decision,
+    /// When the pair's detector started (detection times are measured from it).
+    pub since: Instant,
+}
+
+/// What the group has done, for the results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MeasuredCounters {
+    /// Data segments of members seen sent, arrived, dropped.
+    pub sent: u64,
+    pub arrived: u64,
+    pub dropped: u64,
+    /// Detector calls refused (none expected; each is counted).
+    pub detector_errors: u64,
+    /// Actions applied, and attempts that failed (a connection in fast recovery waits: counted
+    /// in `deferred`, tried again later).
+    pub splits: u64,
+    pub merges: u64,
+    pub deferred: u64,
+    pub action_errors: u64,
+    /// Detection events not kept beyond [`MAX_DETECTION_EVENTS`].
+    pub events_dropped: u64,
+}
+
+/// The most detection events a group keeps (a correlation test can change its answer often).
+pub const MAX_DETECTION_EVENTS: usize = 1_000_000;
+
+#[derive(Debug)]
+struct Pair {
+    a: FlowId,
+    b: FlowId,
+    det: FalseSharingDetector,
+    next_seq: u64,
+    /// Each test's answer as last seen (`DetectorTest::ALL` order).
+    seen: [Decision; 4],
+    start: Instant,
+}
+
+/// A data segment in flight: its connection, send time, and its number in each pair.
+#[derive(Debug)]
+struct Probe {
+    flow: FlowId,
+    sent: Instant,
+    /// (pair id, sequence number).
+    seqs: Vec<(u64, u64)>,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct MeasuredCoupler {
+    config: MeasuredConfig,
+    groups: TcpGroups,
+    policy: SharingPolicy,
+    /// Open pairs, by id (ids count up; a closed pair's id is not reused).
+    pairs: Vec<(u64, Pair)>,
+    next_pair: u64,
+    /// Members' segments in flight, by packet slot.
+    probes: Vec<Option<Probe>>,
+    /// Actions returned by the policy and not yet applied.
+    actions: Vec<Action>,
+    events: Vec<DetectionEvent>,
+    /// Connections opened in the policy and not yet closed, in opening order.
+    members: Vec<FlowId>,
+    counters: MeasuredCounters,
+}
+
+/// The macroflow's destination key: the group is the destination.
+const DEST: Dest = Dest(0);
+
+impl MeasuredCoupler {
+    pub fn new(config: MeasuredConfig) -> Result<Self, Error> {
+        config.check()?;
+        Ok(MeasuredCoupler {
+            groups: TcpGroups::new(config.coupler),
+            policy: SharingPolicy::new(config.sharing)?,
+            config,
+            pairs: Vec::new(),
+            next_pair: 0,
+            probes: Vec::new(),
+            actions: Vec::new(),
+            events: Vec::new(),
+            members: Vec::new(),
+            counters: MeasuredCounters::default(),
+        })
+    }
+
+    pub fn config(&self) -> &MeasuredConfig {
+        &self.config
+    }
+
+    pub fn counters(&self) -> MeasuredCounters {
+        MeasuredCounters {
+            splits: self.policy.counters().splits,
+            merges: self.policy.counters().merges,
+            ..self.counters
+        }
+    }
+
+    pub fn policy(&self) -> &SharingPolicy {
+        &self.policy
+    }
+
+    pub fn events(&self) -> &[DetectionEvent] {
+        &self.events
+    }
+
+    /// The detector of the pair (a, b), in either order, while both are open.
+    pub fn detector(&self, a: u32, b: u32) -> Option<&FalseSharingDetector> {
+        let (a, b) = (FlowId(a as u64), FlowId(b as u64));
+        self.pairs
+            .iter()
+            .find(|(_, p)| (p.a, p.b) == (a, b) || (p.a, p.b) == (b, a))
+            .map(|(_, p)| &p.det)
+    }
+
+    /// Every open pair's detector.
+    pub fn detectors(&self) -> impl Iterator<Item = &FalseSharingDetector> {
+        self.pairs.iter().map(|(_, p)| &p.det)
+    }
+
+    /// Whether connection `flow` is in the macroflow's shared group now.
+    pub fn is_shared(&self, flow: u32) -> Option<bool> {
+        self.policy
+            .placement(FlowId(flow as u64))
+            .ok()
+            .map(|p| p.shared)
+    }
+
+    /// Connection `flow` starts at `now`: the policy places it (the shared group, or its own while
+    /// false sharing is remembered). Its registration follows from the connection's `init` hook.
+    pub fn open(&mut self, flow: u32, now: Instant) -> Result<(), Error> {
+        let f = FlowId(flow as u64);
+        self.policy.open(f, DEST, now)?;
+        // Detectors for the new pairs, from now.
+        let others: Vec<FlowId> = self.members.iter().copied().filter(|&o| o != f).collect();
+        self.members.push(f);
+        for o in others {
+            let det = FalseSharingDetector::new(self.config.detector, o, f, now)?;
+            self.pairs.push((
+                self.next_pair,
+                Pair {
+                    a: o,
+                    b: f,
+                    det,
+                    next_seq: 0,
+                    seen: [Decision::Inconclusive; 4],
+                    start: now,
+                },
+            ));
+            self.next_pair += 1;
+        }
+        Ok(())
+    }
+
+    /// A data segment of member `flow` left its source at `now` in packet slot `slot`.
+    pub fn on_sent(&mut self, slot: u32, flow: u32, now: Instant) {
+        let f = FlowId(flow as u64);
+        let seqs: Vec<(u64, u64)> = self
+            .pairs
+            .iter_mut()
+            .filter(|(_, p)| p.a == f || p.b == f)
+            .map(|(id, p)| {
+                let s = p.next_seq;
+                p.next_seq += 1;
+                (*id, s)
+            })
+            .collect();
+        self.counters.sent += 1;
+        if seqs.is_empty() {
+            return;
+        }
+        let i = slot as usize;
+        if i >= self.probes.len() {
+            self.probes.resize_with(i + 1, || None);
+        }
+        self.probes[i] = Some(Probe {
+            flow: f,
+            sent: now,
+            seqs,
+        });
+    }
+
+    /// The segment in `slot` reached its destination (`arrived`) or was dropped, at `now`.
+    pub fn on_fate(&mut self, slot: u32, arrived: bool, now: Instant) {
+        let Some(probe) = self.probes.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        if arrived {
+            self.counters.arrived += 1;
+        } else {
+            self.counters.dropped += 1;
+        }
+        for (id, seq) in probe.seqs {
+            let Some(k) = self.pairs.iter().position(|(pid, _)| *pid == id) else {
+                continue; // the pair closed meanwhile
+            };
+            let pair = &mut self.pairs[k].1;
+            let r = if arrived {
+                Packet::from_times(probe.flow, seq, probe.sent, now)
+                    .and_then(|p| pair.det.on_packet(now, p))
+            } else {
+                pair.det.on_loss(now, LossReport::new(probe.flow, seq))
+            };
+            if r.is_err() {
+                self.counters.detector_errors += 1;
+                continue;
+            }
+            self.note_decisions(k, now);
+        }
+    }
+
+    /// Records the pair's changed answers and gives the policy the driving test's.
+    fn note_decisions(&mut self, k: usize, now: Instant) {
+        let pair = &mut self.pairs[k].1;
+        let mut verdict = None;
+        for (i, t) in DetectorTest::ALL.into_iter().enumerate() {
+            let d = t.history(&pair.det).decision;
+            if d == pair.seen[i] {
+                continue;
+            }
+            pair.seen[i] = d;
+            if self.events.len() < MAX_DETECTION_EVENTS {
+                self.events.push(DetectionEvent {
+                    at: now,
+                    flow_a: pair.a.0 as u32,
+                    flow_b: pair.b.0 as u32,
+                    test: t,
+                    decision: d,
+                    since: pair.start,
+                });
+            } else {
+                self.counters.events_dropped += 1;
+            }
+            if t == self.config.test && d != Decision::Inconclusive {
+                verdict = Some(if d == Decision::Share {
+                    Verdict::Share
+                } else {
+                    Verdict::NoShare
+                });
+            }
+        }
+        let (a, b) = (pair.a, pair.b);
+        if let (Some(v), true) = (verdict, self.config.respond) {
+            match self.policy.verdict(a, b, v, now) {
+                Ok(actions) => {
+                    for act in actions {
+                        // The latest verdict wins: an older action on the same connection goes.
+                        self.actions.retain(|x| x.flow() != act.flow());
+                        self.actions.push(act);
+                    }
+                }
+                Err(_) => self.counters.action_errors += 1,
+            }
+        }
+    }
+
+    /// The actions waiting to be applied (the engine applies them with [`Self::apply`]).
+    pub fn pending_actions(&self) -> &[Action] {
+        &self.actions
+    }
+
+    /// Applies a pending action to connection `current`'s window: its coupler state moves (no
+    /// burst, no slow start: `coupling::response` items 5 and 6) and the answer is what the
+    /// connection uses from now on. `Ok(None)`: not now (the connection is in fast recovery or
+    /// just timed out), kept for later; an action that no longer applies is dropped, counted.
+    pub fn apply(&mut self, action: &Action, current: TcpUpdate) -> Option<Response> {
+        let i = self.actions.iter().position(|a| a == action)?;
+        if current.state == coupling::tcp::TcpState::FastRecovery || current.timeout {
+            self.counters.deferred += 1;
+            return None;
+        }
+        let act = self.actions.remove(i);
+        match self.policy.apply_tcp(&mut self.groups, &act, current) {
+            Ok(r) => Some(r),
+            Err(_) => {
+                self.counters.action_errors += 1;
+                None
+            }
+        }
+    }
+
+    /// Drops the pairs of `flow` and their segments' records (it left).
+    fn close_pairs(&mut self, flow: FlowId) {
+        self.pairs.retain(|(_, p)| p.a != flow && p.b != flow);
+        self.actions.retain(|a| a.flow() != flow);
+        self.members.retain(|&o| o != flow);
+    }
+}
+
+impl TcpCoupler for MeasuredCoupler {
+    fn name(&self) -> &'static str {
+        "measured"
+    }
+
+    /// Registers the connection where the policy placed it at [`MeasuredCoupler::open`] (a
+    /// connection not opened first is refused).
+    fn register(
+        &mut self,
+        conn: FlowId,
+        priority: f64,
+        cwnd_pkts: f64,
+        ssthresh_pkts: f64,
+    ) -> Result<Response, Error> {
+        let placement = self.policy.placement(conn)?;
+        match self.groups.register(
+            conn,
+            &placement.grouping(),
+            priority,
+            cwnd_pkts,
+            ssthresh_pkts,
+        ) {
+            Ok((_, r)) => Ok(r),
+            Err(e) => {
+                // It runs uncoupled: out of the policy and the detectors.
+                let _ = self.policy.close(conn);
+                self.close_pairs(conn);
+                Err(e)
+            }
+        }
+    }
+
+    fn update(&mut self, conn: FlowId, update: TcpUpdate) -> Result<Option<Response>, Error> {
+        self.groups.update(conn, update)
+    }
+
+    fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
+        self.groups.leave(conn)?;
+        self.policy.close(conn)?;
+        self.close_pairs(conn);
+        Ok(())
+    }
+
+    fn set_max_burst_pkts(&mut self, pkts: f64) -> Result<(), Error> {
+        self.groups.set_max_burst_pkts(pkts)
+    }
+
+    fn set_priority(&mut self, conn: FlowId, priority: f64) -> Result<(), Error> {
+        self.groups.set_priority(conn, priority)
+    }
+
+    fn on_ack(&mut self, conn: FlowId, released: &mut Vec<Release>) -> Result<(), Error> {
+        self.groups.on_ack(conn, released)
+    }
+
+    /// The aggregate over the macroflow's groups.
+    fn sum_cwnd(&self) -> f64 {
+        self.groups
+            .group_ids()
+            .into_iter()
+            .filter_map(|g| self.groups.group(g).ok())
+            .map(|c| c.sum_cwnd())
+            .sum()
+    }
+
+    fn len(&self) -> usize {
+        self.groups
+            .group_ids()
+            .into_iter()
+            .filter_map(|g| self.groups.group(g).ok())
+            .map(|c| c.len())
+            .sum()
+    }
+
+    fn conn(&self, conn: FlowId) -> Result<ConnView, Error> {
+        self.groups.group(self.groups.group_of(conn)?)?.conn(conn)
+    }
+
+    fn conns(&self) -> Vec<ConnView> {
+        let mut all: Vec<ConnView> = self
+            .groups
+            .group_ids()
+            .into_iter()
+            .filter_map(|g| self.groups.group(g).ok())
+            .flat_map(|c| c.conns())
+            .collect();
+        all.sort_by_key(|v| v.conn);
+        all
+    }
+}
