@@ -26,7 +26,8 @@ def test_a_run_fills_the_bottleneck_and_returns_arrow_tables():
     s, d = dumbbell_run()
     res = s.results()
     t = tables(res)
-    assert set(t) == {"flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_samples", "media_samples"}
+    assert set(t) == {"flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_samples", "media_samples",
+                      "detections", "detector_samples", "measured_groups"}
     assert all(isinstance(v, pa.Table) for v in t.values())
     links = t["links"].to_pylist()
     bn = links[d["bottleneck"]]
@@ -196,14 +197,16 @@ def test_every_table_has_one_fixed_schema(tmp_path):
 
     empty = tables(Simulation(seed=1).results())
     s = Simulation(seed=1)
-    d = s.dumbbell(2)
-    # Bulk TCP flows (never finish), a media flow and a UDP flow: every table gets rows.
+    d = s.dumbbell(2, access_delays_s=[0.001, 0.04])
+    # Bulk TCP flows (never finish) in a measured group (their paths' delays differ: detections),
+    # a media flow and a UDP flow: every table gets rows.
+    g = s.add_measured_group()
     for i in range(2):
-        s.add_tcp_flow(d["senders"][i], d["receivers"][i], start_s=0.1 * i)
+        s.couple(s.add_tcp_flow(d["senders"][0], d["receivers"][i], start_s=0.1 * i), g, 1.0)
     s.add_media_flow(d["senders"][0], d["receivers"][0], controller="nada")
     s.add_udp_flow(d["senders"][1], d["receivers"][1], kind="cbr", rate_bps=1e6)
     s.sample_every(0.5, [d["bottleneck"]])
-    s.run(5.0)
+    s.run(10.0)
     full = tables(s.results())
     assert list(empty) == list(full) == list(TABLES)
     for name in TABLES:
@@ -220,7 +223,8 @@ def test_every_table_has_one_fixed_schema(tmp_path):
     assert flows.schema.field("fct_s").type == pa.float64()
     # Null only where a value may be missing; an int is int64, a list of counts list<int64>.
     nullable = {(t, c.name) for t in TABLES for c in full[t].schema if c.nullable}
-    assert nullable == {("flows", "fct_s"), ("flows", "mean_rtt_s"), ("media_flows", "mean_owd_s"), ("flow_samples", "srtt_s")}
+    assert nullable == {("flows", "fct_s"), ("flows", "mean_rtt_s"), ("media_flows", "mean_owd_s"), ("flow_samples", "srtt_s")} | {
+        ("detector_samples", c) for c in ("auto", "auto_lo", "auto_hi", "cross", "cross_lo", "cross_hi")}
     assert flows.schema.field("flow").type == pa.int64()
     assert flows.schema.field("burst_hist").type == pa.list_(pa.int64())
 

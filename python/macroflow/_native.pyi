@@ -864,6 +864,20 @@ class Simulation:
     def add_coupling_group(self, kind: CouplerKind, max_burst_pkts: float = 0.0) -> int:
         """A TCP coupling group; `max_burst_pkts`: segments beyond its flight an answer may let a
         connection send at once (0: never more than its own controller would)."""
+    def add_measured_group(
+        self,
+        coupler: CouplerKind = "ccc",
+        test: str = "out_of_order",
+        confidence: float = 0.9,
+        respond: bool = True,
+        memory_expiry_s: float = 600.0,
+        max_burst_pkts: float = 0.0,
+    ) -> int:
+        """A measured TCP coupling group (seed 000): its flows start in one macroflow running
+        `coupler`; false-sharing detectors watch every pair (tables `detections`,
+        `detector_samples`, `measured_groups`); unless `respond` is false, `test`'s (one of
+        asymmetric_loss, symmetric_loss, delay, out_of_order) "no share" splits a pair and "share"
+        merges it back; a detection keeps new flows unshared for `memory_expiry_s`."""
     def couple(self, flow: int, group: int, priority: float) -> None: ...
     def set_priority_at(self, t_s: float, flow: int, priority: float) -> None:
         """Changes coupled TCP flow `flow`'s priority at `t_s`, in its TCP coupler group or its

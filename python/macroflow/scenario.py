@@ -195,10 +195,24 @@ class Group(_Strict):
     flows (not both in one group; a TCP flow reports cwnd/SRTT once per round trip, seed 003
     Fig. 6.3), or "none":
     a baseline in which the group's flows run uncoupled (their priorities and priority changes
-    then have no effect), so one file can be swept over ``groups.0.kind = none,ccc``."""
+    then have no effect), so one file can be swept over ``groups.0.kind = none,ccc``; or
+    "measured" (TCP flows, simulator only; seed 000): the flows start in one macroflow running
+    ``coupler``, false-sharing detectors watch every pair, and ``test``'s "no share" splits a pair
+    (``respond``), "share" merges it back."""
 
     name: str = Field(min_length=1)
     kind: str
+    #: Measured groups: the TCP coupler each macroflow runs (default ccc).
+    coupler: Optional[str] = None
+    #: Measured groups: the test whose answer the response acts on (default out_of_order, the
+    #: seed's sec. 5.2).
+    test: Optional[Literal["asymmetric_loss", "symmetric_loss", "delay", "out_of_order"]] = None
+    #: Measured groups: the correlation tests' confidence level (default 0.9; seed 000 Fig. 11).
+    confidence: Optional[float] = Field(default=None, gt=0, lt=1)
+    #: Measured groups: split and merge on the test's answers (default true); false: detect only.
+    respond: Optional[bool] = None
+    #: Measured groups: how long a detection keeps new flows unshared (default 600 s).
+    memory_expiry_s: Optional[float] = Field(default=None, gt=0, le=MAX_TIME_S)
     #: FSE signalling delay, uniform in [min, max] (seed 003 Fig. 6.11); FSE groups only. A
     #: flow's fse_delay_min_s/fse_delay_max_s replace it for that flow.
     delay_min_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
@@ -211,14 +225,22 @@ class Group(_Strict):
 
     @model_validator(mode="after")
     def _known_kind(self) -> "Group":
-        if self.kind != "none" and self.kind not in TCP_COUPLER_KINDS and self.kind not in FSE_ALGORITHMS:
+        if self.kind not in ("none", "measured") and self.kind not in TCP_COUPLER_KINDS and self.kind not in FSE_ALGORITHMS:
             raise ValueError(
-                f"kind {self.kind!r} is neither a TCP coupler {TCP_COUPLER_KINDS}, an FSE algorithm {FSE_ALGORITHMS}, nor 'none'"
+                f"kind {self.kind!r} is neither a TCP coupler {TCP_COUPLER_KINDS}, an FSE algorithm {FSE_ALGORITHMS}, "
+                f"'measured', nor 'none'"
             )
+        measured_only = {k: getattr(self, k) for k in ("coupler", "test", "confidence", "respond", "memory_expiry_s")}
+        if self.kind != "measured":
+            for k, v in measured_only.items():
+                if v is not None:
+                    raise ValueError(f"{k} is for a measured group (kind = 'measured'), not {self.kind!r}")
+        elif self.coupler is not None and self.coupler not in TCP_COUPLER_KINDS:
+            raise ValueError(f"coupler {self.coupler!r} is not a TCP coupler {TCP_COUPLER_KINDS}")
         if self.delay_max_s < self.delay_min_s:
             raise ValueError("delay_max_s must be >= delay_min_s")
-        if (self.delay_min_s or self.delay_max_s) and self.kind in TCP_COUPLER_KINDS:
-            raise ValueError(f"delay_min_s/delay_max_s: a signalling delay is for FSE groups, not the TCP coupler {self.kind!r}")
+        if (self.delay_min_s or self.delay_max_s) and (self.kind in TCP_COUPLER_KINDS or self.kind == "measured"):
+            raise ValueError(f"delay_min_s/delay_max_s: a signalling delay is for FSE groups, not {self.kind!r}")
         if self.max_burst_pkts and self.kind in FSE_ALGORITHMS:
             raise ValueError(f"max_burst_pkts is for TCP coupler groups, not the FSE algorithm {self.kind!r}")
         return self
@@ -661,6 +683,21 @@ def _build_topology(s: Simulation, t: Union[Dumbbell, ParkingLot, Graph]) -> Tup
     return (lambda f: (ids[f.src], ids[f.dst])), links
 
 
+def _add_group(s: Simulation, g: Group) -> int:
+    if g.is_fse:
+        return s.add_fse_group(g.kind)
+    if g.kind == "measured":
+        return s.add_measured_group(
+            coupler=g.coupler or "ccc",
+            test=g.test or "out_of_order",
+            confidence=0.9 if g.confidence is None else g.confidence,
+            respond=True if g.respond is None else g.respond,
+            memory_expiry_s=600.0 if g.memory_expiry_s is None else g.memory_expiry_s,
+            max_burst_pkts=g.max_burst_pkts,
+        )
+    return s.add_coupling_group(g.kind, max_burst_pkts=g.max_burst_pkts)
+
+
 def _default_measured(t: Union[Dumbbell, ParkingLot, Graph]) -> List[str]:
     return ["bottleneck"] if isinstance(t, Dumbbell) else _link_names(t)
 
@@ -695,10 +732,7 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dic
             end_s = f.end_s if f.end_s is not None else max(f.start_s, sc.duration_s)
             s.add_web_workload([ends(f)], f.load_bps, mean_size_bytes=f.mean_size_bytes, start_s=f.start_s,
                                end_s=end_s, pareto_shape=f.pareto_shape, cc=f.cc)
-    group_ids = {
-        g.name: (s.add_fse_group(g.kind) if g.is_fse else s.add_coupling_group(g.kind, max_burst_pkts=g.max_burst_pkts))
-        for g in sc.groups if g.couples
-    }
+    group_ids = {g.name: _add_group(s, g) for g in sc.groups if g.couples}
     for i, f in enumerate(sc.flows):
         g = sc.group(getattr(f, "group", None))
         if g is None or not g.couples:

@@ -19,7 +19,10 @@ from macroflow._native import Simulation, SimulationError
 
 __all__ = ["Simulation", "SimulationError", "tables"]
 
-TABLES = ("flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_samples", "media_samples")
+TABLES = (
+    "flows", "udp_flows", "media_flows", "links", "flow_samples", "queue_samples", "media_samples",
+    "detections", "detector_samples", "measured_groups",
+)
 
 
 def tables(results: Dict[str, Any]) -> Dict[str, pa.Table]:

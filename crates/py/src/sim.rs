@@ -15,6 +15,7 @@ use sim::net::topology::{dumbbell, parking_lot, DumbbellConfig};
 use sim::net::{LinkConfig, LinkId, Network, NodeId};
 use sim::traffic::{CbrConfig, SelfSimilarConfig, SourceConfig, SourceKind, WebWorkload};
 use sim::transport::cc::CcKind;
+use sim::transport::measured::{DetectorTest, MeasuredConfig};
 use sim::transport::tcp::TcpConfig;
 use sim::{Sim, SimError, TcpFlowConfig};
 use std::sync::Mutex;
@@ -707,6 +708,46 @@ impl PySimulation {
                 ));
             }
             let g = s.add_coupling_group(k);
+            s.set_max_burst_pkts(g, max_burst_pkts)?;
+            Ok(g)
+        })
+    }
+
+    /// A measured TCP coupling group (issue 20): its flows start in one macroflow running
+    /// `coupler`, false-sharing detectors (seed 000 sec. 4.1) watch every pair, and unless
+    /// `respond` is false the response (sec. 5) splits a pair on `test`'s "no share" and merges it
+    /// on "share". `confidence`: the correlation tests' interval level (Fig. 11);
+    /// `memory_expiry_s`: how long a detection keeps new flows unshared. Returns its id.
+    #[pyo3(signature = (coupler="ccc", test="out_of_order", confidence=0.9, respond=true, memory_expiry_s=600.0, max_burst_pkts=0.0))]
+    fn add_measured_group(
+        &self,
+        coupler: &str,
+        test: &str,
+        confidence: f64,
+        respond: bool,
+        memory_expiry_s: f64,
+        max_burst_pkts: f64,
+    ) -> PyResult<usize> {
+        let k = CouplerKind::from_name(coupler)
+            .ok_or_else(|| unknown_name("coupler", coupler, CouplerKind::names()))?;
+        let t = DetectorTest::from_name(test).ok_or_else(|| {
+            unknown_name("test", test, DetectorTest::ALL.into_iter().map(DetectorTest::name))
+        })?;
+        let expiry = secs("memory_expiry_s", memory_expiry_s)?;
+        let mut cfg = MeasuredConfig::new(k);
+        cfg.detector = cfg.detector.with_confidence(confidence);
+        cfg.test = t;
+        cfg.respond = respond;
+        cfg.sharing.memory_expiry = expiry;
+        self.with_sim(|s| {
+            if !(max_burst_pkts.is_finite() && max_burst_pkts >= 0.0) {
+                return Err(SimError::invalid(
+                    "max_burst_pkts",
+                    max_burst_pkts,
+                    "a finite number of segments >= 0",
+                ));
+            }
+            let g = s.add_measured_group(cfg)?;
             s.set_max_burst_pkts(g, max_burst_pkts)?;
             Ok(g)
         })

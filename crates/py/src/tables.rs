@@ -23,8 +23,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 use sim::stats::{
-    FlowSample, FlowSummary, LinkSummary, MediaSample, MediaSummary, QueueSample, Results,
-    TimeSeries, UdpSummary,
+    DetectionRow, DetectorSample, FlowSample, FlowSummary, LinkSummary, MeasuredSummary,
+    MediaSample, MediaSummary, QueueSample, Results, TimeSeries, UdpSummary,
 };
 use std::sync::Arc;
 
@@ -199,6 +199,50 @@ pub const MEDIA_SAMPLES: &[Col<MediaSample>] = &[
     Col::Int("received_bytes", |s| s.received_bytes),
 ];
 
+/// `detections`: every change of a false-sharing test's answer in a measured group (seed 000
+/// sec. 4.1); a detection time is `t_s - start_s`.
+pub const DETECTIONS: &[Col<DetectionRow>] = &[
+    Col::Int("group", |r| r.group.into()),
+    Col::Float("t_s", |r| r.t_s),
+    Col::Int("flow_a", |r| r.flow_a.into()),
+    Col::Int("flow_b", |r| r.flow_b.into()),
+    Col::Str("test", |r| r.test),
+    Col::Str("decision", |r| r.decision),
+    Col::Float("start_s", |r| r.start_s),
+];
+
+/// `detector_samples`: each pair's metrics per test at a sampling instant (seed 000 Fig. 5); null
+/// while a metric is undefined. The out-of-order test's `cross` is its occasions in the horizon.
+pub const DETECTOR_SAMPLES: &[Col<DetectorSample>] = &[
+    Col::Float("t_s", |s| seconds(s.t_ns)),
+    Col::Int("group", |s| s.group.into()),
+    Col::Int("flow_a", |s| s.flow_a.into()),
+    Col::Int("flow_b", |s| s.flow_b.into()),
+    Col::Str("test", |s| s.test),
+    Col::NullableFloat("auto", |s| nan_null(s.auto)),
+    Col::NullableFloat("auto_lo", |s| nan_null(s.auto_lo)),
+    Col::NullableFloat("auto_hi", |s| nan_null(s.auto_hi)),
+    Col::NullableFloat("cross", |s| nan_null(s.cross)),
+    Col::NullableFloat("cross_lo", |s| nan_null(s.cross_lo)),
+    Col::NullableFloat("cross_hi", |s| nan_null(s.cross_hi)),
+    Col::Int("samples", |s| s.samples),
+    Col::Str("decision", |s| s.decision),
+];
+
+/// `measured_groups`: one row per measured group: what its detectors saw and its response did.
+pub const MEASURED_GROUPS: &[Col<MeasuredSummary>] = &[
+    Col::Int("group", |m| m.group.into()),
+    Col::Int("sent_pkts", |m| m.sent_pkts),
+    Col::Int("arrived_pkts", |m| m.arrived_pkts),
+    Col::Int("dropped_pkts", |m| m.dropped_pkts),
+    Col::Int("splits", |m| m.splits),
+    Col::Int("merges", |m| m.merges),
+    Col::Int("deferred", |m| m.deferred),
+    Col::Int("detector_errors", |m| m.detector_errors),
+    Col::Int("action_errors", |m| m.action_errors),
+    Col::Int("events_dropped", |m| m.events_dropped),
+];
+
 /// Every table by name, in `macroflow.sim.TABLES` order: the summaries from `r`, the time series
 /// from `ts` (read in place).
 pub fn batches(
@@ -213,6 +257,9 @@ pub fn batches(
         ("flow_samples", batch(FLOW_SAMPLES, ts.flow_samples)?),
         ("queue_samples", batch(QUEUE_SAMPLES, ts.queue_samples)?),
         ("media_samples", batch(MEDIA_SAMPLES, ts.media_samples)?),
+        ("detections", batch(DETECTIONS, &r.detections)?),
+        ("detector_samples", batch(DETECTOR_SAMPLES, ts.detector_samples)?),
+        ("measured_groups", batch(MEASURED_GROUPS, &r.measured_groups)?),
     ])
 }
 

@@ -237,6 +237,56 @@ pub struct TimeSeries<'a> {
     pub flow_samples: &'a [FlowSample],
     pub queue_samples: &'a [QueueSample],
     pub media_samples: &'a [MediaSample],
+    pub detector_samples: &'a [DetectorSample],
+}
+
+/// A false-sharing test's metrics for a pair of a measured group's flows at a sampling instant
+/// (seed 000 Fig. 5: the auto- and cross-correlation metrics with their confidence intervals).
+/// For the out-of-order test `auto` is NaN and `cross` the occasions within its horizon.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DetectorSample {
+    pub t_ns: u64,
+    pub group: u32,
+    pub flow_a: u32,
+    pub flow_b: u32,
+    pub test: &'static str,
+    pub auto: f64,
+    pub auto_lo: f64,
+    pub auto_hi: f64,
+    pub cross: f64,
+    pub cross_lo: f64,
+    pub cross_hi: f64,
+    /// Samples (trials, delay pairs, arrivals) the metrics rest on.
+    pub samples: u64,
+    pub decision: &'static str,
+}
+
+/// A change of one false-sharing test's answer for a pair of a measured group's flows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DetectionRow {
+    pub group: u32,
+    pub t_s: f64,
+    pub flow_a: u32,
+    pub flow_b: u32,
+    pub test: &'static str,
+    pub decision: &'static str,
+    /// When the pair's detector started: detection times are `t_s - start_s`.
+    pub start_s: f64,
+}
+
+/// A measured group's totals over the run (`transport::measured::MeasuredCounters`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeasuredSummary {
+    pub group: u32,
+    pub sent_pkts: u64,
+    pub arrived_pkts: u64,
+    pub dropped_pkts: u64,
+    pub splits: u64,
+    pub merges: u64,
+    pub deferred: u64,
+    pub detector_errors: u64,
+    pub action_errors: u64,
+    pub events_dropped: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -251,6 +301,10 @@ pub struct Results {
     pub queue_samples: Vec<QueueSample>,
     /// The per-packet trace, if it was turned on.
     pub packet_events: Vec<PacketEvent>,
+    pub detector_samples: Vec<DetectorSample>,
+    /// Every change of a false-sharing test's answer in the measured groups, by group then time.
+    pub detections: Vec<DetectionRow>,
+    pub measured_groups: Vec<MeasuredSummary>,
     pub packets: PacketCounts,
     pub events: u64,
     /// When the time series stopped at `engine::MAX_SAMPLE_ROWS` rows (None: they did not).

@@ -330,6 +330,25 @@ impl Sim {
         Ok(g)
     }
 
+    /// Every measured group's detection events, by group then time.
+    fn detections(&self) -> Vec<crate::stats::DetectionRow> {
+        self.measured
+            .iter()
+            .filter_map(|&g| self.tcp_coupling.measured(g).map(|m| (g, m)))
+            .flat_map(|(g, m)| {
+                m.events().iter().map(move |e| crate::stats::DetectionRow {
+                    group: g as u32,
+                    t_s: e.at.as_secs_f64(),
+                    flow_a: e.flow_a,
+                    flow_b: e.flow_b,
+                    test: e.test.name(),
+                    decision: decision_name(e.decision),
+                    start_s: e.since.as_secs_f64(),
+                })
+            })
+            .collect()
+    }
+
     /// Measured group `group`'s state: its detectors, placements, detection events and counters.
     pub fn measured_group(&self, group: usize) -> Option<&MeasuredCoupler> {
         self.tcp_coupling.measured(group)
@@ -493,8 +512,14 @@ impl Sim {
                 self.tcp.set_priority(i, &mut self.tcp_coupling);
             }
             Event::Sample => {
-                self.rec
-                    .sample(&mut self.sched, &mut self.tcp, &self.media, &self.fabric)
+                self.rec.sample(
+                    &mut self.sched,
+                    &mut self.tcp,
+                    &self.media,
+                    &self.fabric,
+                    &self.tcp_coupling,
+                    &self.measured,
+                )
             }
         }
         if !self.fabric.observations.is_empty() {
@@ -636,6 +661,7 @@ impl Sim {
         r.flow_samples = ts.flow_samples.to_vec();
         r.queue_samples = ts.queue_samples.to_vec();
         r.media_samples = ts.media_samples.to_vec();
+        r.detector_samples = ts.detector_samples.to_vec();
         r.packet_events = self.fabric.taps.trace.clone().unwrap_or_default();
         r
     }
@@ -647,6 +673,7 @@ impl Sim {
             flow_samples: &self.rec.flow_samples,
             queue_samples: &self.rec.queue_samples,
             media_samples: &self.rec.media_samples,
+            detector_samples: &self.rec.detector_samples,
         }
     }
 
@@ -690,6 +717,13 @@ impl Sim {
             flow_samples: Vec::new(),
             queue_samples: Vec::new(),
             packet_events: Vec::new(),
+            detector_samples: Vec::new(),
+            detections: self.detections(),
+            measured_groups: self
+                .measured
+                .iter()
+                .filter_map(|&g| self.tcp_coupling.measured(g).map(|m| m.summary(g as u32)))
+                .collect(),
             packets: self.packet_counts(),
             events: self.sched.events_run(),
             sampling_stopped_at_s: self.rec.stopped_at.map(|t| t.as_secs_f64()),
@@ -734,6 +768,15 @@ impl<T> Slab<T> {
         self.items[slot as usize]
             .take()
             .expect("a pending slot holds its value")
+    }
+}
+
+/// A false-sharing decision as the results name it.
+pub(crate) fn decision_name(d: ::coupling::falseshare::Decision) -> &'static str {
+    match d {
+        ::coupling::falseshare::Decision::Share => "share",
+        ::coupling::falseshare::Decision::NoShare => "no_share",
+        ::coupling::falseshare::Decision::Inconclusive => "inconclusive",
     }
 }
 

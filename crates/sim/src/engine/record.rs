@@ -9,7 +9,10 @@ use crate::error::SimError;
 use crate::net::LinkId;
 use crate::packet::Packet;
 use crate::pcap::PcapWriter;
-use crate::stats::{FlowSample, MediaSample, PacketEvent, PacketEventKind, QueueSample};
+use crate::stats::{
+    DetectorSample, FlowSample, MediaSample, PacketEvent, PacketEventKind, QueueSample,
+};
+use crate::transport::coupled::CouplingGroups;
 use coupling::{Duration, Instant};
 use std::io::Write;
 
@@ -27,6 +30,7 @@ pub(crate) struct Recorder {
     pub flow_samples: Vec<FlowSample>,
     pub queue_samples: Vec<QueueSample>,
     pub media_samples: Vec<MediaSample>,
+    pub detector_samples: Vec<DetectorSample>,
     /// When the time series stopped at MAX_SAMPLE_ROWS rows, if they did.
     pub stopped_at: Option<Instant>,
 }
@@ -75,11 +79,16 @@ impl Recorder {
         tcp: &mut TcpFlows,
         media: &MediaFlows,
         fabric: &Fabric,
+        coupling: &CouplingGroups,
+        measured: &[usize],
     ) {
         let Some(interval) = self.interval else {
             return;
         };
-        let rows = self.flow_samples.len() + self.media_samples.len() + self.queue_samples.len();
+        let rows = self.flow_samples.len()
+            + self.media_samples.len()
+            + self.queue_samples.len()
+            + self.detector_samples.len();
         let t = sched.now();
         if rows >= MAX_SAMPLE_ROWS {
             // The time series stop here (results say when): many flows sampled every microsecond
@@ -99,6 +108,11 @@ impl Recorder {
                 pkts: link.queue_len_pkts() as u32,
                 bytes: link.queue_len_bytes(),
             });
+        }
+        for &g in measured {
+            if let Some(m) = coupling.measured(g) {
+                m.sample(g as u32, t, &mut self.detector_samples);
+            }
         }
         sched.schedule(t + interval, Event::Sample);
     }

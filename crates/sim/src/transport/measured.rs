@@ -239,6 +239,86 @@ impl MeasuredCoupler {
         self.pairs.iter().map(|(_, p)| &p.det)
     }
 
+    /// The totals the results report.
+    pub fn summary(&self, group: u32) -> crate::stats::MeasuredSummary {
+        let c = self.counters();
+        crate::stats::MeasuredSummary {
+            group,
+            sent_pkts: c.sent,
+            arrived_pkts: c.arrived,
+            dropped_pkts: c.dropped,
+            splits: c.splits,
+            merges: c.merges,
+            deferred: c.deferred,
+            detector_errors: c.detector_errors,
+            action_errors: c.action_errors,
+            events_dropped: c.events_dropped,
+        }
+    }
+
+    /// Appends every open pair's metrics per test at `now` (the recorder's sampling).
+    pub fn sample(&self, group: u32, now: Instant, out: &mut Vec<crate::stats::DetectorSample>) {
+        use crate::engine::decision_name;
+        use coupling::falseshare::stats::Estimate;
+        let nan = Estimate {
+            value: f64::NAN,
+            lo: f64::NAN,
+            hi: f64::NAN,
+            samples: 0,
+        };
+        for (_, p) in &self.pairs {
+            let d = p.det.decisions();
+            let mut row = |test: DetectorTest,
+                           auto: Option<Estimate>,
+                           cross: Option<Estimate>,
+                           samples: u64,
+                           decision: Decision| {
+                let (a, c) = (auto.unwrap_or(nan), cross.unwrap_or(nan));
+                out.push(crate::stats::DetectorSample {
+                    t_ns: now.as_nanos(),
+                    group,
+                    flow_a: p.a.0 as u32,
+                    flow_b: p.b.0 as u32,
+                    test: test.name(),
+                    auto: a.value,
+                    auto_lo: a.lo,
+                    auto_hi: a.hi,
+                    cross: c.value,
+                    cross_lo: c.lo,
+                    cross_hi: c.hi,
+                    samples,
+                    decision: decision_name(decision),
+                });
+            };
+            for (t, e) in [
+                (DetectorTest::AsymmetricLoss, &d.asymmetric_loss),
+                (DetectorTest::SymmetricLoss, &d.symmetric_loss),
+            ] {
+                row(t, e.auto, e.cross, e.trials, e.decision);
+            }
+            row(
+                DetectorTest::Delay,
+                d.delay.auto,
+                d.delay.cross,
+                d.delay.samples,
+                d.delay.decision,
+            );
+            let occ = d.out_of_order.recent_occasions as f64;
+            row(
+                DetectorTest::OutOfOrder,
+                None,
+                Some(Estimate {
+                    value: occ,
+                    lo: occ,
+                    hi: occ,
+                    samples: d.out_of_order.arrivals,
+                }),
+                d.out_of_order.arrivals,
+                d.out_of_order.decision,
+            );
+        }
+    }
+
     /// Whether connection `flow` is in the macroflow's shared group now.
     pub fn is_shared(&self, flow: u32) -> Option<bool> {
         self.policy
