@@ -876,7 +876,7 @@ class Simulation:
         """A measured TCP coupling group (seed 000): its flows start in one macroflow running
         `coupler`; false-sharing detectors watch every pair (tables `detections`,
         `detector_samples`, `measured_groups`); unless `respond` is false, `test`'s (one of
-        asymmetric_loss, symmetric_loss, delay, out_of_order) "no share" splits a pair and "share"
+        asymmetric_loss, symmetric_loss, delay, out_of_order, or sbd: RFC 8382) "no share" splits a pair and "share"
         merges it back; a detection keeps new flows unshared for `memory_expiry_s`."""
     def couple(self, flow: int, group: int, priority: float) -> None: ...
     def set_priority_at(self, t_s: float, flow: int, priority: float) -> None:

@@ -206,7 +206,7 @@ class Group(_Strict):
     coupler: Optional[str] = None
     #: Measured groups: the test whose answer the response acts on (default out_of_order, the
     #: seed's sec. 5.2).
-    test: Optional[Literal["asymmetric_loss", "symmetric_loss", "delay", "out_of_order"]] = None
+    test: Optional[Literal["asymmetric_loss", "symmetric_loss", "delay", "out_of_order", "sbd"]] = None
     #: Measured groups: the correlation tests' confidence level (default 0.9; seed 000 Fig. 11).
     confidence: Optional[float] = Field(default=None, gt=0, lt=1)
     #: Measured groups: split and merge on the test's answers (default true); false: detect only.

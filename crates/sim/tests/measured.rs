@@ -145,6 +145,11 @@ fn a_truly_shared_path_is_never_split() {
     assert_eq!(m.is_shared(1), Some(true));
     assert_eq!(m.counters().splits, 0);
     assert!(m.counters().arrived > 10_000, "{:?}", m.counters());
+    let sbd = (
+        first(&sim, g, DetectorTest::Sbd, Decision::Share),
+        first(&sim, g, DetectorTest::Sbd, Decision::NoShare),
+    );
+    eprintln!("shared path: SBD (share, no share) at {sbd:?}");
 }
 
 #[test]
@@ -250,4 +255,32 @@ fn bad_configurations_are_refused() {
     let e = sim.add_measured_group(cfg).unwrap_err().to_string();
     assert!(e.contains("confidence"), "{e}");
     assert!(sim.measured_group(0).is_none(), "nothing added");
+}
+
+/// The first time `test` gave `decision` for the pair (0, 1), from the pair's start.
+fn first(sim: &Sim, g: usize, test: DetectorTest, decision: Decision) -> Option<f64> {
+    sim.measured_group(g)
+        .unwrap()
+        .events()
+        .iter()
+        .find(|e| e.test == test && e.decision == decision)
+        .map(|e| e.at.saturating_since(e.since).as_secs_f64())
+}
+
+#[test]
+fn sbd_runs_beside_the_seeds_tests() {
+    // Different bottlenecks, both congested (Fig. 1(b)): RFC 8382 keeps them apart.
+    let (mut sim, s, d1, d2) = fig1b(4);
+    let mut cfg = MeasuredConfig::new(CouplerKind::ccc(false));
+    cfg.respond = false;
+    let g = two_flows(&mut sim, s, d1, d2, cfg);
+    sim.run_until(Instant::from_secs(120));
+    let no = first(&sim, g, DetectorTest::Sbd, Decision::NoShare);
+    let yes = first(&sim, g, DetectorTest::Sbd, Decision::Share);
+    eprintln!("fig1b: SBD no share at {no:?}, share at {yes:?}");
+    // Not before its warm-up of max(2M, N) = 60 intervals of 350 ms (21 s).
+    let no = no.expect("SBD says no share");
+    assert!(no >= 21.0, "{no}");
+    let c = sim.measured_group(g).unwrap().counters();
+    assert_eq!(c.detector_errors, 0, "{c:?}");
 }

@@ -511,16 +511,14 @@ impl Sim {
             Event::SetPriority(i) => {
                 self.tcp.set_priority(i, &mut self.tcp_coupling);
             }
-            Event::Sample => {
-                self.rec.sample(
-                    &mut self.sched,
-                    &mut self.tcp,
-                    &self.media,
-                    &self.fabric,
-                    &self.tcp_coupling,
-                    &self.measured,
-                )
-            }
+            Event::Sample => self.rec.sample(
+                &mut self.sched,
+                &mut self.tcp,
+                &self.media,
+                &self.fabric,
+                &self.tcp_coupling,
+                &self.measured,
+            ),
         }
         if !self.fabric.observations.is_empty() {
             self.observe();

@@ -22,7 +22,12 @@
 //!   drop is the same information a few packets earlier, and the detector re-orders its input by
 //!   sequence number anyway.
 //!
-//! A pair's detector starts when its second connection registers and is dropped when either
+//! - **SBD** (RFC 8382) runs beside them as a fifth test: each member's statistics are fed the
+//!   same arrivals and losses, and every base interval T the members are grouped; a pair's answer
+//!   is share when both are congested and grouped together, no share when both are congested and
+//!   apart, inconclusive otherwise.
+//!
+//! A pair's detector starts when its second connection starts and is dropped when either
 //! leaves. The response acts on one test's answer ([`MeasuredConfig::test`]; the seed's
 //! response experiment uses the out-of-order test, sec. 5.2): whenever that answer changes to
 //! share or no share the policy is given the verdict, and the actions it returns wait in
@@ -35,24 +40,31 @@ use coupling::falseshare::{
     Decision, FalseSharingConfig, FalseSharingDetector, LossReport, Packet,
 };
 use coupling::response::{Action, Dest, SharingConfig, SharingPolicy, Verdict};
+use coupling::sbd::{FlowStats, SbdConfig, SbdGrouper};
 use coupling::tcp::{ConnView, CouplerKind, Release, Response, TcpCoupler, TcpGroups, TcpUpdate};
-use coupling::{Error, FlowId, Instant};
+use coupling::{Duration, Error, FlowId, Instant};
 
-/// The four tests of seed 000 sec. 4.1, in the order every listing shows them.
+/// The four tests of seed 000 sec. 4.1, and RFC 8382's shared-bottleneck detection (SBD, the
+/// measurement-based grouping RFC 8699 cites), in the order every listing shows them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DetectorTest {
     AsymmetricLoss,
     SymmetricLoss,
     Delay,
     OutOfOrder,
+    /// RFC 8382 over the group's members, every base interval T: share when both flows are
+    /// congested and grouped together, no share when both are congested and apart, else
+    /// inconclusive (a flow not congested, or in its warm-up, says nothing: sec. 3.3.1 step 1).
+    Sbd,
 }
 
 impl DetectorTest {
-    pub const ALL: [DetectorTest; 4] = [
+    pub const ALL: [DetectorTest; 5] = [
         DetectorTest::AsymmetricLoss,
         DetectorTest::SymmetricLoss,
         DetectorTest::Delay,
         DetectorTest::OutOfOrder,
+        DetectorTest::Sbd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +73,7 @@ impl DetectorTest {
             DetectorTest::SymmetricLoss => "symmetric_loss",
             DetectorTest::Delay => "delay",
             DetectorTest::OutOfOrder => "out_of_order",
+            DetectorTest::Sbd => "sbd",
         }
     }
 
@@ -68,12 +81,14 @@ impl DetectorTest {
         DetectorTest::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    fn history(self, d: &FalseSharingDetector) -> coupling::falseshare::DecisionHistory {
+    /// The current answer of one of the seed's tests.
+    fn decision(self, d: &FalseSharingDetector) -> Decision {
         match self {
-            DetectorTest::AsymmetricLoss => d.asymmetric_loss().history(),
-            DetectorTest::SymmetricLoss => d.symmetric_loss().history(),
-            DetectorTest::Delay => d.delay().history(),
-            DetectorTest::OutOfOrder => d.out_of_order().history(),
+            DetectorTest::AsymmetricLoss => d.asymmetric_loss().history().decision,
+            DetectorTest::SymmetricLoss => d.symmetric_loss().history().decision,
+            DetectorTest::Delay => d.delay().history().decision,
+            DetectorTest::OutOfOrder => d.out_of_order().history().decision,
+            DetectorTest::Sbd => unreachable!("SBD is not one of the pair detector's tests"),
         }
     }
 }
@@ -91,6 +106,8 @@ pub struct MeasuredConfig {
     pub respond: bool,
     /// The response's per-destination memory.
     pub sharing: SharingConfig,
+    /// RFC 8382's parameters for the SBD test.
+    pub sbd: SbdConfig,
 }
 
 impl MeasuredConfig {
@@ -103,12 +120,14 @@ impl MeasuredConfig {
             test: DetectorTest::OutOfOrder,
             respond: true,
             sharing: SharingConfig::default(),
+            sbd: SbdConfig::default(),
         }
     }
 
     pub fn check(&self) -> Result<(), Error> {
         self.detector.check()?;
-        self.sharing.check()
+        self.sharing.check()?;
+        self.sbd.check()
     }
 }
 
@@ -152,8 +171,10 @@ struct Pair {
     b: FlowId,
     det: FalseSharingDetector,
     next_seq: u64,
+    /// SBD's answer at its latest grouping.
+    sbd: Decision,
     /// Each test's answer as last seen (`DetectorTest::ALL` order).
-    seen: [Decision; 4],
+    seen: [Decision; 5],
     start: Instant,
 }
 
@@ -182,6 +203,11 @@ pub struct MeasuredCoupler {
     events: Vec<DetectionEvent>,
     /// Connections opened in the policy and not yet closed, in opening order.
     members: Vec<FlowId>,
+    /// RFC 8382's per-flow statistics of each member, and the grouping with its hysteresis.
+    sbd_flows: Vec<(FlowId, FlowStats)>,
+    sbd: SbdGrouper,
+    /// When SBD groups next: every base interval T from the group's first member.
+    next_sbd: Option<Instant>,
     counters: MeasuredCounters,
 }
 
@@ -201,6 +227,9 @@ impl MeasuredCoupler {
             actions: Vec::new(),
             events: Vec::new(),
             members: Vec::new(),
+            sbd_flows: Vec::new(),
+            sbd: SbdGrouper::new(config.sbd)?,
+            next_sbd: None,
             counters: MeasuredCounters::default(),
         })
     }
@@ -334,6 +363,9 @@ impl MeasuredCoupler {
         self.policy.open(f, DEST, now)?;
         // Detectors for the new pairs, from now.
         let others: Vec<FlowId> = self.members.iter().copied().filter(|&o| o != f).collect();
+        self.sbd_flows
+            .push((f, FlowStats::new(self.config.sbd, now)?));
+        self.next_sbd.get_or_insert(now + self.config.sbd.t);
         self.members.push(f);
         for o in others {
             let det = FalseSharingDetector::new(self.config.detector, o, f, now)?;
@@ -344,7 +376,8 @@ impl MeasuredCoupler {
                     b: f,
                     det,
                     next_seq: 0,
-                    seen: [Decision::Inconclusive; 4],
+                    sbd: Decision::Inconclusive,
+                    seen: [Decision::Inconclusive; 5],
                     start: now,
                 },
             ));
@@ -391,6 +424,18 @@ impl MeasuredCoupler {
         } else {
             self.counters.dropped += 1;
         }
+        if let Some((_, st)) = self.sbd_flows.iter_mut().find(|(f, _)| *f == probe.flow) {
+            let owd = now.saturating_since(probe.sent).as_nanos() as i64;
+            let r = if arrived {
+                st.on_packet(now, owd)
+            } else {
+                st.on_loss(now, 1)
+            };
+            if r.is_err() {
+                self.counters.detector_errors += 1;
+            }
+        }
+        self.sbd_decide(now);
         for (id, seq) in probe.seqs {
             let Some(k) = self.pairs.iter().position(|(pid, _)| *pid == id) else {
                 continue; // the pair closed meanwhile
@@ -410,12 +455,46 @@ impl MeasuredCoupler {
         }
     }
 
+    /// Every base interval T: RFC 8382's grouping of the members, and each pair's SBD answer.
+    fn sbd_decide(&mut self, now: Instant) {
+        let Some(at) = self.next_sbd.filter(|&t| now >= t) else {
+            return;
+        };
+        let t = self.config.sbd.t;
+        let behind = now.saturating_since(at).as_nanos() / t.as_nanos();
+        self.next_sbd = Some(at + Duration::from_nanos((behind + 1) * t.as_nanos()));
+        let mut entries = Vec::with_capacity(self.sbd_flows.len());
+        for (f, st) in &mut self.sbd_flows {
+            if st.advance(now).is_err() {
+                self.counters.detector_errors += 1;
+            }
+            entries.push((*f, st.summary()));
+        }
+        let Ok(g) = self.sbd.group(&entries) else {
+            self.counters.detector_errors += 1;
+            return;
+        };
+        for k in 0..self.pairs.len() {
+            let (a, b) = (self.pairs[k].1.a, self.pairs[k].1.b);
+            let d = match (g.group_of(a), g.group_of(b)) {
+                (Some(x), Some(y)) if x == y => Decision::Share,
+                (Some(_), Some(_)) => Decision::NoShare,
+                _ => Decision::Inconclusive,
+            };
+            self.pairs[k].1.sbd = d;
+            self.note_decisions(k, now);
+        }
+    }
+
     /// Records the pair's changed answers and gives the policy the driving test's.
     fn note_decisions(&mut self, k: usize, now: Instant) {
         let pair = &mut self.pairs[k].1;
         let mut verdict = None;
         for (i, t) in DetectorTest::ALL.into_iter().enumerate() {
-            let d = t.history(&pair.det).decision;
+            let d = match t {
+                DetectorTest::Sbd => pair.sbd,
+                _ => t.decision(&pair.det),
+            };
             if d == pair.seen[i] {
                 continue;
             }
@@ -483,6 +562,8 @@ impl MeasuredCoupler {
     /// Drops the pairs of `flow` and their segments' records (it left).
     fn close_pairs(&mut self, flow: FlowId) {
         self.pairs.retain(|(_, p)| p.a != flow && p.b != flow);
+        self.sbd_flows.retain(|(f, _)| *f != flow);
+        self.sbd.forget(flow);
         self.actions.retain(|a| a.flow() != flow);
         self.members.retain(|&o| o != flow);
     }
