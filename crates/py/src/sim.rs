@@ -731,7 +731,11 @@ impl PySimulation {
         let k = CouplerKind::from_name(coupler)
             .ok_or_else(|| unknown_name("coupler", coupler, CouplerKind::names()))?;
         let t = DetectorTest::from_name(test).ok_or_else(|| {
-            unknown_name("test", test, DetectorTest::ALL.into_iter().map(DetectorTest::name))
+            unknown_name(
+                "test",
+                test,
+                DetectorTest::ALL.into_iter().map(DetectorTest::name),
+            )
         })?;
         let expiry = secs("memory_expiry_s", memory_expiry_s)?;
         let mut cfg = MeasuredConfig::new(k);

@@ -258,8 +258,14 @@ pub fn batches(
         ("queue_samples", batch(QUEUE_SAMPLES, ts.queue_samples)?),
         ("media_samples", batch(MEDIA_SAMPLES, ts.media_samples)?),
         ("detections", batch(DETECTIONS, &r.detections)?),
-        ("detector_samples", batch(DETECTOR_SAMPLES, ts.detector_samples)?),
-        ("measured_groups", batch(MEASURED_GROUPS, &r.measured_groups)?),
+        (
+            "detector_samples",
+            batch(DETECTOR_SAMPLES, ts.detector_samples)?,
+        ),
+        (
+            "measured_groups",
+            batch(MEASURED_GROUPS, &r.measured_groups)?,
+        ),
     ])
 }
 
