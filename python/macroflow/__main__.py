@@ -158,16 +158,16 @@ def reproduce_cmd(
     Runs its sweeps (resuming after a kill), compares our results with the source's expected
     outcomes, and writes DIR/reproduction.json and DIR/report.html with the figures and PASS/FAIL
     (INFO rows are shown beside the source's words but not counted; every FAIL and INFO has a note)."""
-    from macroflow.reproductions import REPRODUCTIONS, WEAK_CONVERGENCE, print_checks, reproduce
+    from macroflow.reproductions import FALSE_SHARING, REPRODUCTIONS, WEAK_CONVERGENCE, print_checks, reproduce
 
     thesis_sets: Optional[List[str]] = None
-    if name not in REPRODUCTIONS and name != WEAK_CONVERGENCE:
+    if name not in REPRODUCTIONS and name not in (WEAK_CONVERGENCE, FALSE_SHARING):
         from macroflow.thesis import set_of
 
         try:
             thesis_sets = [s.name for s in set_of(name)]
         except KeyError:
-            _fail(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}, {WEAK_CONVERGENCE}, and the thesis's "
+            _fail(f"no reproduction {name!r}; known: {', '.join(sorted(REPRODUCTIONS))}, {WEAK_CONVERGENCE}, {FALSE_SHARING}, and the thesis's "
                   "figures: thesis, thesis-chN, thesis-fig-X.Y (see macroflow list)")
     bars = {}
 
@@ -228,6 +228,8 @@ def list_cmd() -> None:
     typer.echo("reproductions (macroflow reproduce NAME):")
     for name, r in sorted(REPRODUCTIONS.items()):
         typer.echo(f"  {name}: {r.title}")
+    typer.echo("  false-sharing: seed 000, false sharing in shared congestion management: Eq. 1 and 2 on Fig. 1's four "
+               "topologies, the detection tests and SBD (time, accuracy, confidence), and the response (--quick: 2 seeds, 100 s)")
     typer.echo("  weak-convergence: seed 001, the weak convergence of TCP bandwidth sharing: its Markov model, the 12-hour "
                "runs of Tables 1-2 and Figs. 2-8, and the same with ctrlTCP or DRR (--quick: 1-hour runs)")
     from macroflow.thesis import core as thesis

@@ -845,6 +845,7 @@ REPRODUCTIONS: Dict[str, Reproduction] = {
 
 #: Seed 001 (the weak convergence of TCP bandwidth sharing), see :mod:`macroflow.weakconv`.
 WEAK_CONVERGENCE = "weak-convergence"
+FALSE_SHARING = "false-sharing"
 
 
 def reproduce(
@@ -871,6 +872,14 @@ def reproduce(
                              "(no --seeds, --duration, --ray or --linux; --quick for 1-hour runs)")
         return reproduce_weak_convergence(out, quick=quick, workers=workers,
                                           on_progress=(lambda p: on_progress("runs", p)) if on_progress else None)
+    if name == FALSE_SHARING:
+        # Seed 000 (macroflow.falseshare): Fig. 1's topologies, Eq. 1 and 2, the detectors and the response.
+        from macroflow.falseshare.report import reproduce_false_sharing
+
+        if linux:
+            raise ValueError(f"{name}: measured groups run in the simulator only (no --linux)")
+        return reproduce_false_sharing(out, quick=quick, seeds=seeds, duration_s=duration_s, workers=workers, ray=ray,
+                                       on_progress=on_progress)
     if name not in REPRODUCTIONS and name.startswith("thesis"):
         # Seed 003 figure by figure (macroflow.thesis): thesis, thesis-chN, thesis-fig-X.Y.
         from macroflow.thesis import reproduce_thesis
