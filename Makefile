@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test install-check bench bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc bench-tiu bench-weakconv fuzz-tiu clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-detect bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc bench-tiu bench-weakconv fuzz-tiu clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -69,6 +69,15 @@ install-check: build
 bench:
 	$(CARGO) bench -p macroflow-bench
 	python3 bench/report_coupling.py
+
+# Issue 20's detector cost: the false-sharing detector's ns per observation against a naive peer
+# (the same stream, correlations recomputed from the window), SBD per packet and per grouping call
+# (2 to 1,000 flows), and the bytes live per flow pair after 1e3, 1e5 and 1e7 observations (the
+# memory binary fails if they grow). The figures go to bench/results/detect.json.
+bench-detect:
+	$(CARGO) bench -p macroflow-bench --bench detect
+	$(CARGO) run --release -p macroflow-bench --bin detect_memory
+	python3 bench/report_detect.py --out bench/results/detect.json
 
 # The simulator against ns-2 and ns-3 on the issue-3 dumbbells (installs the peers first).
 bench-sim: deps
