@@ -5,18 +5,11 @@
 //! `src/bin/detect_memory.rs` (memory per flow pair after 1e3, 1e5 and 1e7 observations), then
 //! `bench/report_detect.py`.
 //!
-//! The stream: two flows of one macroflow behind ONE FIFO bottleneck, 20,000 packets per second
-//! between them, the flow of each macroflow sequence number chosen by a scheduler that mostly
-//! alternates (runs of the same flow 30 % of the time); the queue is an AR(1) process around 5 ms
-//! (per-packet coefficient 0.999, standard deviation 2 ms) with FIFO departures at least one
-//! service time (40 us) apart, plus up to 20 us of jitter after the bottleneck; about 1 % of
-//! packets are lost (bursty: 0.8 % after a received packet, 20 % after a lost one), each reported
-//! by `on_loss` four packet times after it would have arrived; about one packet in 100,000 (one
-//! every 5 s) is held back 5 to 8 packet times (reordering between the flows beyond the
-//! out-of-order test's extent of 3, too rare for its 10 occasions in 10 s). Generated once by a
-//! seeded PCG32, then replayed with sequence numbers and times shifted by one trace length per
-//! lap, so the detector sees one endless, valid stream; the replay costs both contenders the same
-//! few ns.
+//! The stream (`macroflow_bench::stream`, shared with `detect_memory`): two flows of one macroflow
+//! behind one FIFO bottleneck, AR(1) queueing delay, about 1 % bursty losses reported late by
+//! `on_loss`, rare reordering between the flows; generated once from a seeded PCG32, then replayed
+//! lap after lap, so the detector sees one endless, valid stream; the replay costs both contenders
+//! the same few ns.
 //!
 //! The peer (`NaiveDetector`) is what a reader would write without the streaming design: reports
 //! wait in a `BTreeMap` until every earlier sequence number is known; the delay test keeps its last
@@ -29,182 +22,14 @@
 //! detector's on the same prefix of the stream.
 
 use coupling::falseshare::stats::{pooled_fisher, wilson_interval, z_two_sided, Estimate};
-use coupling::falseshare::{
-    Decision, FalseSharingConfig, FalseSharingDetector, LossReport, Packet,
-};
+use coupling::falseshare::{Decision, FalseSharingConfig, FalseSharingDetector};
 use coupling::sbd::{FlowStats, FlowSummary, SbdConfig, SbdGrouper};
 use coupling::{FlowId, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use macroflow_bench::stream::{self, feed, Kind, Obs, Replay, A, B, SEED, TRACE_PKTS};
+use rand::RngExt;
 use std::collections::{BTreeMap, VecDeque};
 use std::hint::black_box;
-
-// ---------------------------------------------------------------------------------------------
-// The synthetic stream (kept in step with the copy in src/bin/detect_memory.rs)
-
-const A: FlowId = FlowId(1);
-const B: FlowId = FlowId(2);
-/// The macroflow's packet spacing at the sender: 20,000 packets per second.
-const SPACING_NS: u64 = 50_000;
-/// Sequence numbers per lap of the replay (about 13 s of traffic).
-const TRACE_PKTS: u64 = 1 << 18;
-const SEED: u64 = 20;
-
-/// PCG32 (XSH-RR, 64-bit state): a small deterministic generator, so the stream is the same on
-/// every machine and in both contenders.
-struct Pcg32 {
-    state: u64,
-    inc: u64,
-}
-
-impl Pcg32 {
-    fn new(seed: u64, stream: u64) -> Self {
-        let mut r = Pcg32 {
-            state: 0,
-            inc: (stream << 1) | 1,
-        };
-        r.next_u32();
-        r.state = r.state.wrapping_add(seed);
-        r.next_u32();
-        r
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        let old = self.state;
-        self.state = old
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(self.inc);
-        let xorshifted = (((old >> 18) ^ old) >> 27) as u32;
-        xorshifted.rotate_right((old >> 59) as u32)
-    }
-
-    /// Uniform in (0, 1).
-    fn unit(&mut self) -> f64 {
-        (f64::from(self.next_u32()) + 0.5) / 4_294_967_296.0
-    }
-
-    /// Standard normal (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.unit(), self.unit());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Arrival { owd_ns: i64 },
-    Loss,
-}
-
-/// One observation, in the order the detector is given them.
-#[derive(Clone, Copy, Debug)]
-struct Obs {
-    t_ns: u64,
-    flow: FlowId,
-    seq: u64,
-    kind: Kind,
-}
-
-/// `pkts` sequence numbers of the stream described in the module doc, in observation order.
-fn trace(pkts: u64, seed: u64) -> Vec<Obs> {
-    const PROP_NS: u64 = 20_000_000;
-    const MEAN_MS: f64 = 5.0;
-    const SD_MS: f64 = 2.0;
-    const PHI: f64 = 0.999;
-    /// The bottleneck's time to send one packet (25,000 packets per second: 80 % load).
-    const SERVICE_NS: u64 = 40_000;
-    let innovation = SD_MS * (1.0 - PHI * PHI).sqrt();
-    let mut rng = Pcg32::new(seed, 54);
-    let mut out = Vec::with_capacity(pkts as usize);
-    let (mut flow, mut q_ms, mut lost_prev, mut last_departure) = (A, MEAN_MS, false, 0u64);
-    for seq in 0..pkts {
-        let send = seq * SPACING_NS;
-        if rng.unit() >= 0.3 {
-            flow = if flow == A { B } else { A };
-        }
-        q_ms = (MEAN_MS + PHI * (q_ms - MEAN_MS) + innovation * rng.normal()).max(0.0);
-        let queued = send + PROP_NS + (q_ms * 1e6) as u64;
-        let lost = rng.unit() < if lost_prev { 0.2 } else { 0.008 };
-        lost_prev = lost;
-        if lost {
-            // Dropped at the queue; found lost when three later packets have arrived.
-            out.push(Obs {
-                t_ns: queued + 4 * SPACING_NS,
-                flow,
-                seq,
-                kind: Kind::Loss,
-            });
-            continue;
-        }
-        // FIFO: a packet leaves the bottleneck one service time after the one ahead of it, at the
-        // earliest, so the jitter behind it (under a service time) cannot reorder the flows.
-        let departure = queued.max(last_departure + SERVICE_NS);
-        last_departure = departure;
-        let mut arrival = departure + u64::from(rng.next_u32() % 20_000);
-        if rng.unit() < 1e-5 {
-            arrival += (5 + u64::from(rng.next_u32() % 4)) * SPACING_NS;
-        }
-        out.push(Obs {
-            t_ns: arrival,
-            flow,
-            seq,
-            kind: Kind::Arrival {
-                owd_ns: (arrival - send) as i64,
-            },
-        });
-    }
-    out.sort_by_key(|o| (o.t_ns, o.seq));
-    out
-}
-
-/// The trace replayed without end: each lap's sequence numbers follow the previous lap's, and its
-/// times start 1 s after the previous lap's last observation.
-struct Replay {
-    obs: Vec<Obs>,
-    i: usize,
-    seq_offset: u64,
-    t_offset: u64,
-    t_span: u64,
-}
-
-impl Replay {
-    fn new(obs: Vec<Obs>) -> Self {
-        let t_span = obs.last().map_or(0, |o| o.t_ns) + 1_000_000_000;
-        Replay {
-            obs,
-            i: 0,
-            seq_offset: 0,
-            t_offset: 0,
-            t_span,
-        }
-    }
-
-    #[inline]
-    fn next(&mut self) -> Obs {
-        let o = self.obs[self.i];
-        let out = Obs {
-            t_ns: o.t_ns + self.t_offset,
-            seq: o.seq + self.seq_offset,
-            ..o
-        };
-        self.i += 1;
-        if self.i == self.obs.len() {
-            self.i = 0;
-            self.seq_offset += TRACE_PKTS;
-            self.t_offset += self.t_span;
-        }
-        out
-    }
-}
-
-#[inline]
-fn feed(d: &mut FalseSharingDetector, o: Obs) {
-    let now = Instant::from_nanos(o.t_ns);
-    match o.kind {
-        Kind::Arrival { owd_ns } => d.on_packet(now, Packet::new(o.flow, o.seq, owd_ns)),
-        Kind::Loss => d.on_loss(now, LossReport::new(o.flow, o.seq)),
-    }
-    .unwrap();
-}
 
 // ---------------------------------------------------------------------------------------------
 // The peer: the same four tests without the streaming design
@@ -599,17 +424,18 @@ const WARMUP_OBS: u64 = 600_000;
 
 fn falseshare(c: &mut Criterion) {
     let cfg = FalseSharingConfig::default();
-    let obs = trace(TRACE_PKTS, SEED);
     let mut det = FalseSharingDetector::new(cfg, A, B, Instant::ZERO).unwrap();
     let mut peer = NaiveDetector::new(&cfg, A, B);
-    let (mut det_feed, mut peer_feed) = (Replay::new(obs.clone()), Replay::new(obs));
-    for i in 1..=WARMUP_OBS {
-        feed(&mut det, det_feed.next());
-        peer.observe(peer_feed.next());
+    let mut det_feed = Replay::new(stream::trace(TRACE_PKTS, SEED));
+    for (i, o) in (1..=WARMUP_OBS).zip(&mut det_feed) {
+        feed(&mut det, o);
+        peer.observe(o);
         if i % 100_000 == 0 {
             check_peer_agrees(&det, &peer);
         }
     }
+    // The peer goes on from the same place in the stream.
+    let mut peer_feed = det_feed.clone();
     let m = det.memory();
     assert_eq!(m.delay_samples, m.delay_capacity, "steady state: {m:?}");
     assert_eq!(m.asymmetric_loss_trials, m.asymmetric_loss_capacity);
@@ -628,25 +454,12 @@ fn falseshare(c: &mut Criterion) {
     let mut group = c.benchmark_group("falseshare_on_packet");
     group.throughput(Throughput::Elements(1));
     group.bench_function("detector", |b| {
-        b.iter(|| feed(black_box(&mut det), det_feed.next()))
+        b.iter(|| feed(black_box(&mut det), det_feed.next().unwrap()))
     });
     group.bench_function("naive_peer", |b| {
-        b.iter(|| black_box(&mut peer).observe(peer_feed.next()))
+        b.iter(|| black_box(&mut peer).observe(peer_feed.next().unwrap()))
     });
     group.finish();
-}
-
-/// One flow's OWD behind an AR(1) queue (around 20 ms, 2 ms deviation), 1 % of packets lost.
-fn sbd_trace(len: usize, seed: u64) -> Vec<Option<i64>> {
-    let mut rng = Pcg32::new(seed, 7);
-    let mut q_ms = 5.0;
-    (0..len)
-        .map(|_| {
-            q_ms = (5.0 + 0.99 * (q_ms - 5.0) + 2.0 * (1.0f64 - 0.99 * 0.99).sqrt() * rng.normal())
-                .max(0.0);
-            (rng.unit() >= 0.01).then(|| 15_000_000 + (q_ms * 1e6) as i64)
-        })
-        .collect()
 }
 
 /// Per packet of one flow's RFC 8382 statistics, at 35 and 3,500 packets per T interval (100 and
@@ -654,7 +467,7 @@ fn sbd_trace(len: usize, seed: u64) -> Vec<Option<i64>> {
 /// fewer packets at the low rate.
 fn sbd_on_packet(c: &mut Criterion) {
     let cfg = SbdConfig::default();
-    let tr = &sbd_trace(1 << 16, SEED);
+    let tr: &Vec<Option<i64>> = &stream::sbd_flow(SEED).take(1 << 16).collect();
     let mut group = c.benchmark_group("sbd_on_packet");
     group.throughput(Throughput::Elements(1));
     for ppi in [35u64, 3_500] {
@@ -698,13 +511,13 @@ fn queue_ms(t_ms: u64, period_ms: u64, full: f64, q_max_ms: f64) -> f64 {
 fn sbd_summaries(n: usize) -> Vec<(FlowId, FlowSummary)> {
     let cfg = SbdConfig::default();
     let bottlenecks = n.div_ceil(5);
-    let mut rng = Pcg32::new(SEED, 11);
+    let mut rng = stream::rng(SEED);
     let params: Vec<(u64, f64, f64)> = (0..bottlenecks)
         .map(|_| {
             (
-                1_000 + u64::from(rng.next_u32() % 4_000),
-                0.55 + 0.3 * rng.unit(),
-                10.0 + 50.0 * rng.unit(),
+                rng.random_range(1_000..5_000u64),
+                rng.random_range(0.55..0.85),
+                rng.random_range(10.0..60.0),
             )
         })
         .collect();
@@ -726,7 +539,7 @@ fn sbd_summaries(n: usize) -> Vec<(FlowId, FlowSummary)> {
                 } else {
                     queue_ms(t, period, full, q_max)
                 };
-                let noise = i64::from(rng.next_u32() % 1_000_001) - 500_000;
+                let noise = rng.random_range(-500_000..=500_000i64);
                 f.on_packet(
                     Instant::from_millis(t),
                     ((prop_ms + q) * 1e6) as i64 + noise,

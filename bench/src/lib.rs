@@ -1,1 +1,3 @@
-//! Benchmarks live in benches/.
+//! Benchmarks live in benches/; this library holds what they share with the binaries in src/bin/.
+
+pub mod stream;

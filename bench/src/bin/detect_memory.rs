@@ -5,17 +5,18 @@
 //! the detector's own `memory()` figure and the struct's inline size. Exits with status 1 if the
 //! live bytes grow between 1e5 and 1e7 observations (for either), after printing.
 //!
-//! The detector is fed the stream of `benches/detect.rs` (two flows behind one FIFO queue, about
-//! 1 % losses reported by `on_loss`, rare reordering between the flows; generator copied from
-//! there); SBD one flow at 10,000 packets per second (T = 350 ms: 2,857 intervals closed by 1e7
-//! packets), 1 % of them reported lost.
+//! The detector is fed the stream of `benches/detect.rs` (`macroflow_bench::stream::trace`: two
+//! flows behind one FIFO queue, about 1 % losses reported by `on_loss`, rare reordering between the
+//! flows); SBD one flow (`stream::sbd_flow`) at 10,000 packets per second (T = 350 ms: 2,857
+//! intervals closed by 1e7 packets), 1 % of them reported lost.
 //!
 //! Usage: `detect_memory [--json PATH]` (default `target/detect_memory.json`, read by
 //! `bench/report_detect.py`).
 
-use coupling::falseshare::{FalseSharingConfig, FalseSharingDetector, LossReport, Packet};
+use coupling::falseshare::{FalseSharingConfig, FalseSharingDetector};
 use coupling::sbd::{FlowStats, IntervalRecord, SbdConfig};
-use coupling::{FlowId, Instant};
+use coupling::Instant;
+use macroflow_bench::stream::{self, feed, Replay, A, B, SEED, TRACE_PKTS};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -70,153 +71,6 @@ fn allocations() -> u64 {
     ALLOCATIONS.load(Relaxed)
 }
 
-// ---------------------------------------------------------------------------------------------
-// The stream of benches/detect.rs (a copy: a bench target's code cannot be shared with a binary
-// without a library module; keep the two in step).
-
-const A: FlowId = FlowId(1);
-const B: FlowId = FlowId(2);
-const SPACING_NS: u64 = 50_000;
-const TRACE_PKTS: u64 = 1 << 18;
-const SEED: u64 = 20;
-
-struct Pcg32 {
-    state: u64,
-    inc: u64,
-}
-
-impl Pcg32 {
-    fn new(seed: u64, stream: u64) -> Self {
-        let mut r = Pcg32 {
-            state: 0,
-            inc: (stream << 1) | 1,
-        };
-        r.next_u32();
-        r.state = r.state.wrapping_add(seed);
-        r.next_u32();
-        r
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        let old = self.state;
-        self.state = old
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(self.inc);
-        let xorshifted = (((old >> 18) ^ old) >> 27) as u32;
-        xorshifted.rotate_right((old >> 59) as u32)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (f64::from(self.next_u32()) + 0.5) / 4_294_967_296.0
-    }
-
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.unit(), self.unit());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Arrival { owd_ns: i64 },
-    Loss,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Obs {
-    t_ns: u64,
-    flow: FlowId,
-    seq: u64,
-    kind: Kind,
-}
-
-fn trace(pkts: u64, seed: u64) -> Vec<Obs> {
-    const PROP_NS: u64 = 20_000_000;
-    const MEAN_MS: f64 = 5.0;
-    const SD_MS: f64 = 2.0;
-    const PHI: f64 = 0.999;
-    /// The bottleneck's time to send one packet (25,000 packets per second: 80 % load).
-    const SERVICE_NS: u64 = 40_000;
-    let innovation = SD_MS * (1.0 - PHI * PHI).sqrt();
-    let mut rng = Pcg32::new(seed, 54);
-    let mut out = Vec::with_capacity(pkts as usize);
-    let (mut flow, mut q_ms, mut lost_prev, mut last_departure) = (A, MEAN_MS, false, 0u64);
-    for seq in 0..pkts {
-        let send = seq * SPACING_NS;
-        if rng.unit() >= 0.3 {
-            flow = if flow == A { B } else { A };
-        }
-        q_ms = (MEAN_MS + PHI * (q_ms - MEAN_MS) + innovation * rng.normal()).max(0.0);
-        let queued = send + PROP_NS + (q_ms * 1e6) as u64;
-        let lost = rng.unit() < if lost_prev { 0.2 } else { 0.008 };
-        lost_prev = lost;
-        if lost {
-            out.push(Obs {
-                t_ns: queued + 4 * SPACING_NS,
-                flow,
-                seq,
-                kind: Kind::Loss,
-            });
-            continue;
-        }
-        let departure = queued.max(last_departure + SERVICE_NS);
-        last_departure = departure;
-        let mut arrival = departure + u64::from(rng.next_u32() % 20_000);
-        if rng.unit() < 1e-5 {
-            arrival += (5 + u64::from(rng.next_u32() % 4)) * SPACING_NS;
-        }
-        out.push(Obs {
-            t_ns: arrival,
-            flow,
-            seq,
-            kind: Kind::Arrival {
-                owd_ns: (arrival - send) as i64,
-            },
-        });
-    }
-    out.sort_by_key(|o| (o.t_ns, o.seq));
-    out
-}
-
-struct Replay {
-    obs: Vec<Obs>,
-    i: usize,
-    seq_offset: u64,
-    t_offset: u64,
-    t_span: u64,
-}
-
-impl Replay {
-    fn new(obs: Vec<Obs>) -> Self {
-        let t_span = obs.last().map_or(0, |o| o.t_ns) + 1_000_000_000;
-        Replay {
-            obs,
-            i: 0,
-            seq_offset: 0,
-            t_offset: 0,
-            t_span,
-        }
-    }
-
-    fn next(&mut self) -> Obs {
-        let o = self.obs[self.i];
-        let out = Obs {
-            t_ns: o.t_ns + self.t_offset,
-            seq: o.seq + self.seq_offset,
-            ..o
-        };
-        self.i += 1;
-        if self.i == self.obs.len() {
-            self.i = 0;
-            self.seq_offset += TRACE_PKTS;
-            self.t_offset += self.t_span;
-        }
-        out
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-
 const CHECKPOINTS: [u64; 3] = [1_000, 100_000, 10_000_000];
 
 /// One checkpoint: observations so far, bytes live since just before construction, allocations
@@ -231,7 +85,7 @@ struct Row {
 
 fn detector_rows() -> (Vec<Row>, u64, u64, u64) {
     let cfg = FalseSharingConfig::default();
-    let mut feed = Replay::new(trace(TRACE_PKTS, SEED));
+    let mut replay = Replay::new(stream::trace(TRACE_PKTS, SEED));
     // Allocated before the baseline, so only the detector's bytes are counted.
     let mut rows = Vec::with_capacity(CHECKPOINTS.len());
     let base = live();
@@ -240,16 +94,10 @@ fn detector_rows() -> (Vec<Row>, u64, u64, u64) {
     let allocs0 = allocations();
     let mut done = 0u64;
     for cp in CHECKPOINTS {
-        while done < cp {
-            let o = feed.next();
-            let now = Instant::from_nanos(o.t_ns);
-            match o.kind {
-                Kind::Arrival { owd_ns } => d.on_packet(now, Packet::new(o.flow, o.seq, owd_ns)),
-                Kind::Loss => d.on_loss(now, LossReport::new(o.flow, o.seq)),
-            }
-            .unwrap();
-            done += 1;
+        for o in replay.by_ref().take((cp - done) as usize) {
+            feed(&mut d, o);
         }
+        done = cp;
         let m = d.memory();
         rows.push(Row {
             observations: done,
@@ -278,8 +126,7 @@ fn detector_rows() -> (Vec<Row>, u64, u64, u64) {
 fn sbd_rows() -> (Vec<Row>, u64, u64, u64, u64) {
     let cfg = SbdConfig::default();
     let spacing_ns = 100_000; // 10,000 packets per second
-    let mut rng = Pcg32::new(SEED, 7);
-    let mut q_ms = 5.0f64;
+    let mut flow = stream::sbd_flow(SEED);
     let mut rows = Vec::with_capacity(CHECKPOINTS.len());
     let base = live();
     let mut f = FlowStats::new(cfg, Instant::ZERO).unwrap();
@@ -287,17 +134,15 @@ fn sbd_rows() -> (Vec<Row>, u64, u64, u64, u64) {
     let allocs0 = allocations();
     let mut done = 0u64;
     for cp in CHECKPOINTS {
-        while done < cp {
-            let now = Instant::from_nanos(done * spacing_ns);
-            q_ms = (5.0 + 0.99 * (q_ms - 5.0) + 2.0 * (1.0f64 - 0.99 * 0.99).sqrt() * rng.normal())
-                .max(0.0);
-            if rng.unit() < 0.01 {
-                f.on_loss(now, 1).unwrap();
-            } else {
-                f.on_packet(now, 15_000_000 + (q_ms * 1e6) as i64).unwrap();
+        for (i, owd) in (done..cp).zip(&mut flow) {
+            let now = Instant::from_nanos(i * spacing_ns);
+            match owd {
+                Some(owd) => f.on_packet(now, owd),
+                None => f.on_loss(now, 1),
             }
-            done += 1;
+            .unwrap();
         }
+        done = cp;
         rows.push(Row {
             observations: done,
             live_bytes: live() - base,
