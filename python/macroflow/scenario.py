@@ -231,7 +231,8 @@ class Group(_Strict):
                 f"'measured', nor 'none'"
             )
         measured_only = {k: getattr(self, k) for k in ("coupler", "test", "confidence", "respond", "memory_expiry_s")}
-        if self.kind != "measured":
+        # Kept on "none" so a file can be swept over groups.0.kind = none,measured.
+        if self.kind not in ("measured", "none"):
             for k, v in measured_only.items():
                 if v is not None:
                     raise ValueError(f"{k} is for a measured group (kind = 'measured'), not {self.kind!r}")

@@ -1658,3 +1658,49 @@ fn deterministic_and_printable() {
         assert!(line.contains(name), "{line}");
     }
 }
+
+/// A pair whose second flow's first packets arrive after the first flow's later ones: told where
+/// the numbers start, the detector uses them; otherwise they are late (counted), as documented.
+#[test]
+fn a_detector_told_its_first_number_keeps_the_early_arrivals() {
+    let run = |told: bool| {
+        let mut d = FalseSharingDetector::new(
+            FalseSharingConfig::default(),
+            FlowId(1),
+            FlowId(2),
+            Instant::ZERO,
+        )
+        .unwrap();
+        if told {
+            d = d.starting_at(0).unwrap();
+        }
+        let t = Instant::from_millis(1);
+        for seq in 10..20 {
+            d.on_packet(t, Packet::new(FlowId(1), seq, 1_000)).unwrap();
+        }
+        for seq in 0..10 {
+            d.on_packet(t, Packet::new(FlowId(2), seq, 50_000)).unwrap();
+        }
+        d.counters()
+    };
+    let late = run(false);
+    assert_eq!(late.after_finalized, 10, "{late:?}");
+    let told = run(true);
+    assert_eq!(told.after_finalized, 0, "{told:?}");
+    assert_eq!(told.finalized_pkts, 20, "{told:?}");
+}
+
+#[test]
+fn the_first_number_is_refused_after_a_report() {
+    let mut d = FalseSharingDetector::new(
+        FalseSharingConfig::default(),
+        FlowId(1),
+        FlowId(2),
+        Instant::ZERO,
+    )
+    .unwrap();
+    d.on_packet(Instant::ZERO, Packet::new(FlowId(1), 5, 0))
+        .unwrap();
+    let e = d.clone().starting_at(0).unwrap_err().to_string();
+    assert!(e.contains("first_seq"), "{e}");
+}

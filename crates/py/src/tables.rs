@@ -241,6 +241,9 @@ pub const MEASURED_GROUPS: &[Col<MeasuredSummary>] = &[
     Col::Int("detector_errors", |m| m.detector_errors),
     Col::Int("action_errors", |m| m.action_errors),
     Col::Int("events_dropped", |m| m.events_dropped),
+    Col::Int("unreported_pkts", |m| m.unreported_pkts),
+    Col::Int("after_finalized", |m| m.after_finalized),
+    Col::Int("beyond_record", |m| m.beyond_record),
 ];
 
 /// Every table by name, in `macroflow.sim.TABLES` order: the summaries from `r`, the time series

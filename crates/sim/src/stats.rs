@@ -287,6 +287,11 @@ pub struct MeasuredSummary {
     pub detector_errors: u64,
     pub action_errors: u64,
     pub events_dropped: u64,
+    /// What the pair detectors could not use (`falseshare::DetectorCounters`): sequence numbers
+    /// never reported, reports after their number was finalized, arrivals beyond the record.
+    pub unreported_pkts: u64,
+    pub after_finalized: u64,
+    pub beyond_record: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]

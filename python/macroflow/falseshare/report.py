@@ -33,6 +33,13 @@ from macroflow.reproductions import Check, tally
 from macroflow.results import code_version, list_runs, load_results, write_json_atomic
 
 NAME = "false-sharing"
+DEFINITIONS = (
+    "Detection time: from the pair's detector start (the later test flow's start) to the first time the test gives the "
+    "correct answer; runs that never do are left out of the mean (the seed leaves them off Fig. 6(a)). Accuracy: the "
+    "fraction of runs whose first decided answer is the correct one (never deciding counts as not correct; where the "
+    "correct answer is to stay inconclusive, a run is correct if the test never says no share). Loss rate of a test "
+    "flow: its retransmissions over its data packets. Recovery (Fig. 12): the AF flow's rate over 5 s reaches 80 % of "
+    "its rate in the uncoupled run of the same seed, counted for runs where it was below that at the detection.")
 TITLE = "Seed 000: the impact of false sharing on shared congestion management, detection and response"
 SOURCE = "seed 000 (Akella, Seshan, Balakrishnan: The Impact of False Sharing on Shared Congestion Management)"
 DESCRIPTION = (
@@ -46,7 +53,7 @@ DESCRIPTION = (
 PLANS = {"full": R.Plan(seeds=5, duration_s=200.0), "quick": R.Plan(seeds=2, duration_s=100.0)}
 #: Fig. 2(a)'s competing flows (sec. 3.2): 10 AF and 40 BE, the test flows not counted.
 N_AF, N_BE = 10, 40
-PACKET_BITS = 1500 * 8
+PAYLOAD_PER_WIRE = 1448.0 / 1500.0
 #: The tolerance of the Eq. 1 and Eq. 2 checks: "the match is a close one (but not precise)".
 EQ_TOL = 0.25
 RECOVERY_FRACTION = 0.8
@@ -84,7 +91,8 @@ def summarize_run(manifest: Mapping[str, Any], keep_series: bool = False) -> Dic
         out[f"rtt_{i}"] = f["mean_rtt_s"]
         out[f"loss_{i}"] = f["retransmits"] / f["data_pkts_sent"] if f["data_pkts_sent"] else float("nan")
         out[f"timeouts_{i}"] = f["timeouts"]
-    ev = [e for e in t["detections"].to_pylist() if (e["flow_a"], e["flow_b"]) == (0, 1)]
+    # The pair (0, 1) in either order: a pair is (older, younger) by their starts.
+    ev = [e for e in t["detections"].to_pylist() if {e["flow_a"], e["flow_b"]} == {0, 1}]
     out["events"] = [(e["test"], e["t_s"] - e["start_s"], e["decision"]) for e in ev]
     # When the pair's detector started (the later test flow's start): detection times count from it.
     out["pair_start_s"] = ev[0]["start_s"] if ev else None
@@ -93,7 +101,7 @@ def summarize_run(manifest: Mapping[str, Any], keep_series: bool = False) -> Dic
     if keep_series:
         fs = [r for r in t["flow_samples"].to_pylist() if r["flow"] == 0]
         out["af_series"] = [(r["t_s"], r["delivered_bytes"]) for r in fs]
-        ds = [r for r in t["detector_samples"].to_pylist() if r["test"] == "delay" and (r["flow_a"], r["flow_b"]) == (0, 1)]
+        ds = [r for r in t["detector_samples"].to_pylist() if r["test"] == "delay" and {r["flow_a"], r["flow_b"]} == {0, 1}]
         out["delay_series"] = [(r["t_s"], r["auto"], r["auto_lo"], r["auto_hi"], r["cross"], r["cross_lo"], r["cross_hi"]) for r in ds]
     return out
 
@@ -162,15 +170,25 @@ def penalty(a: Analysis, panel: str, rs: Sequence[Mapping[str, Any]], xs: Sequen
                "loss_slow_none": _mean([r[f"loss_{slow}"] for r in none]), "loss_slow_shared": _mean([r[f"loss_{slow}"] for r in shared]),
                "loss_fast_none": _mean([r[f"loss_{fast}"] for r in none]), "loss_fast_shared": _mean([r[f"loss_{fast}"] for r in shared]),
                "timeouts_shared": _mean([r["timeouts_0"] + r["timeouts_1"] for r in shared]),
+               # How far apart the two paths' delays are, shared: what the out-of-order test needs.
+               "rtt_gap_ms": _mean([abs(r["rtt_0"] - r["rtt_1"]) * 1e3 for r in shared if r["rtt_0"] and r["rtt_1"]]),
                "seeds": len(shared)}
         row["shared_mean"] = (row["shared_fast"] + row["shared_slow"]) / 2
         if panel == "a":
-            row["eq2"] = model.diffserv_shared_pps(x, DIFFSERV_BPS, N_AF, N_BE)
+            # Eq. 2 in payload bits (the goodputs' unit): the bottleneck's wire rate times 1448/1500.
+            row["eq2"] = model.diffserv_shared_pps(x, DIFFSERV_BPS * PAYLOAD_PER_WIRE, N_AF, N_BE)
         rows.append(row)
     return rows
 
 
 DIFFSERV_BPS = R.DIFFSERV_RATE_BPS
+WHY_OOO_DIFFSERV = (
+    "The out-of-order test needs the two classes' packets to arrive more than 3 sequence numbers out of order on 10 "
+    "occasions within 10 s: the AF and BE queues' delays must differ by more than the pair's packet spacing, often. Our "
+    "WRR gives each class a queue of its own (the seed's classes shared one buffer, sec. 3.2) and the RIO and RED "
+    "thresholds keep both queues' delays similar where the classes' shares match the traffic: the table of Fig. 2 gives "
+    "the test flows' mean RTT gap per alpha beside the out-of-order test's accuracy in the table of Figs. 6-8. The delay "
+    "test, in contrast, sees the two queues' independent fluctuations at once.")
 
 
 def _penalty_checks(a: Analysis, panel: str, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -191,6 +209,10 @@ def _penalty_checks(a: Analysis, panel: str, rows: Sequence[Mapping[str, Any]]) 
             "" if not loss_up else "higher where listed: short runs and few seeds make the loss rates of one flow noisy")
     # Eq. 1 (panels a-c; d: equal windows, not equal rates).
     pts = [r for r in rows if not math.isnan(r["eq1"])]
+    if not pts:
+        a.check(f"{label}: shared rate against Eq. 1", "Eq. 1 from the uncoupled runs", "no point with both flows' rates and RTTs",
+                False, "every uncoupled run of this topology lacks a flow's goodput or mean RTT: nothing to compare")
+        return
     errs = [(r["shared_mean"] / r["eq1"] - 1) for r in pts]
     ours = "; ".join(f'{r["x"]:g}: {_mbps(r["shared_mean"])} vs {_mbps(r["eq1"])}' for r in pts)
     if panel != "d":
@@ -267,9 +289,9 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
 
     if "a" in det:
         seeds = ("asymmetric_loss", "symmetric_loss", "delay")
-        best = all(acc("a", "out_of_order") >= acc("a", t) for t in seeds)
-        a.check("Fig. 6 (DiffServ): the out-of-order test gives the best results", "out-of-order most accurate", row("a"), best,
-                "" if best else "see the table of Figs. 6-8")
+        best = acc("a", "out_of_order") >= 0.5 and all(acc("a", "out_of_order") >= acc("a", t) for t in seeds)
+        a.check("Fig. 6 (DiffServ): the out-of-order test gives the best results", "out-of-order most accurate (and right in most runs)",
+                row("a"), best, "" if best else WHY_OOO_DIFFSERV)
         loss_bad = all(acc("a", t) < acc("a", "out_of_order") or tm("a", t) > tm("a", "out_of_order") for t in ("asymmetric_loss", "symmetric_loss"))
         a.check("Fig. 6: the loss-based tests are not accurate or timely", "less accurate or slower than out-of-order",
                 "; ".join(f"{R.TEST_LABEL[t]} {acc('a', t):.0%}, {_f(tm('a', t), 1)} s" for t in ("asymmetric_loss", "symmetric_loss", "out_of_order")),
@@ -287,7 +309,8 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
                 f"{_f(ooo, 1)} s (mean over alpha and seeds)", 3.0 <= ooo <= 15.0,
                 "" if 3.0 <= ooo <= 15.0 else "our occasions are 500 ms apart and 10 are needed (coupling::falseshare docs)")
     if "b" in det:
-        ok = all(max(acc("b", "out_of_order"), acc("b", "delay")) >= acc("b", t) for t in ("asymmetric_loss", "symmetric_loss"))
+        top = max(acc("b", "out_of_order"), acc("b", "delay"))
+        ok = top >= 0.5 and all(top >= acc("b", t) for t in ("asymmetric_loss", "symmetric_loss"))
         a.check("Fig. 7(a) (unshared): the delay-based tests perform best", "delay or out-of-order at least as accurate as the loss tests",
                 row("b"), ok)
     if "c" in det:
@@ -313,7 +336,7 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
         if 1 in det["d"] and "a" in det:
             share_t = det["d"][1]["delay"]["time_s"]
             ns_t = tm("a", "delay")
-            ok = not math.isnan(ns_t) and (math.isnan(share_t) or share_t > ns_t)
+            ok = not math.isnan(ns_t) and not math.isnan(share_t) and share_t > ns_t
             a.check("Fig. 5: false sharing is detected much faster than genuine sharing (delay test)",
                     "AF vs BE: no share within ~40 s; BE vs BE: share, slowly (~100 s)",
                     f"no share (DiffServ) in {_f(ns_t, 1)} s; share (identical paths) in {_f(share_t, 1)} s "
@@ -337,8 +360,9 @@ def _confidence(a: Analysis, rs: Sequence[Mapping[str, Any]]) -> List[Dict[str, 
             times = [first_time(r["events"], t, "no_share") for r in got]
             row[t] = _mean([x for x in times if x is not None])
             row[f"{t}_reached"] = sum(x is not None for x in times)
-        rows.append(row)
-    if rows:
+        if got:
+            rows.append(row)
+    if len(rows) >= 2:
         lo, hi = rows[0], rows[-1]
         moved = [t for t in ("asymmetric_loss", "symmetric_loss", "delay") if not math.isnan(lo[t]) and not math.isnan(hi[t])]
         ok = bool(moved) and all(lo[t] <= hi[t] for t in moved)
@@ -362,21 +386,26 @@ def _response(a: Analysis, rs: Sequence[Mapping[str, Any]], none: Sequence[Mappi
         start = r["pair_start_s"]
         rate = [(t1, (b1 - b0) * 8 / (t1 - t0)) for (t0, b0), (t1, b1) in zip(series, series[1:])]
         win = [(rate[i][0], _mean([v for _, v in rate[max(0, i - 4): i + 1]])) for i in range(len(rate))]
+        # Penalised before the detection: the rate over the 5 s before it is below the threshold.
+        before = [v for t, v in win if t_d + start - 5.0 <= t <= t_d + start]
+        penalised = bool(before) and before[-1] < RECOVERY_FRACTION * fair
         rec = next((t for t, v in win if t >= t_d + start and v >= RECOVERY_FRACTION * fair), None)
         rows.append({"x": x, "seed": seed, "detect_s": t_d, "recover_s": None if rec is None else rec - (t_d + start),
-                     "fair_bps": fair, "curve": [(t - t_d - start, v / fair) for t, v in win]})
-    done = [r for r in rows if r["recover_s"] is not None]
+                     "fair_bps": fair, "penalised": penalised, "curve": [(t - t_d - start, v / fair) for t, v in win]})
+    judged = [r for r in rows if r.get("penalised")]
+    done = [r for r in judged if r["recover_s"] is not None]
     within = [r for r in done if r["recover_s"] <= 3 * r["detect_s"]]
     if rows:
-        ok = len(within) == len(rows)
+        ok = bool(judged) and len(within) == len(judged)
         a.check("Fig. 12: after the split the AF flow regains its rate within 3x the detection time",
                 f"\"in less than a factor of 3 of the time taken to detect false sharing the performance is restored\" "
                 f"(to {RECOVERY_FRACTION:.0%} of its uncoupled rate, 5-s window)",
-                f"{len(within)} of {len(rows)} runs; detection {_f(_mean([r['detect_s'] for r in rows if r['detect_s'] is not None]), 1)} s, "
+                f"{len(within)} of {len(judged)} runs penalised at the detection ({len(rows) - len(judged)} were not, or never "
+                f"detected); detection {_f(_mean([r['detect_s'] for r in rows if r['detect_s'] is not None]), 1)} s, "
                 f"recovery {_f(_mean([r['recover_s'] for r in done]), 1)} s after it (means)", ok,
                 "" if ok else "runs not within: " + ", ".join(f"alpha {r['x']:g} seed {r['seed']}: detected "
                                                               f"{_f(r['detect_s'], 1)} s, recovered {_f(r['recover_s'], 1)} s after"
-                                                              for r in rows if r not in within))
+                                                              for r in judged if r not in within))
     return rows
 
 
@@ -531,7 +560,7 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
     body = [f"<h1>{_esc(TITLE)}</h1>", f"<p>{_esc(DESCRIPTION)}</p>",
             f'<p><b>{_esc(tally(data["checks"]))}</b>. Plan: {_esc(data["plan"])} ({data["seeds"]} seeds, {data["duration_s"]:g} s runs; '
             f'the seed averaged 20 runs). Code {_esc(data["version"])}.</p>',
-            f"<p class=\"muted\">{_esc(__doc__.split('Definitions', 1)[1].split(chr(10), 1)[1])}</p>"]
+            f"<p class=\"muted\">{_esc(DEFINITIONS)}</p>"]
     for fid, png, what in figures:
         body.append(f'<h2>{_esc(fid)}</h2><figure><img alt="{_esc(fid)}" src="{png}"><figcaption class="muted">{_esc(what)}</figcaption></figure>')
         if fid == "Fig. 2" or fid == "Fig. 10 and Eq. 1":
@@ -539,10 +568,10 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
                 rows = t["penalty"].get(p, [])
                 body.append(f"<h3>{_esc(R.TOPOLOGY[p])}</h3>" + _table(
                     ["x", "fast alone", "slow alone", "fast shared", "slow shared", "Eq. 1", "Eq. 2" if p == "a" else "equal windows (fast)",
-                     "slow loss alone", "slow loss shared"],
+                     "slow loss alone", "slow loss shared", "RTT gap shared (ms)"],
                     [[f'{r["x"]:g}', _mbps(r["none_fast"]), _mbps(r["none_slow"]), _mbps(r["shared_fast"]), _mbps(r["shared_slow"]),
                       _mbps(r["eq1"]), _mbps(r["eq2"] if p == "a" else r["window_fast"]),
-                      _pct(r["loss_slow_none"]), _pct(r["loss_slow_shared"])] for r in rows]))
+                      _pct(r["loss_slow_none"]), _pct(r["loss_slow_shared"]), _f(r.get("rtt_gap_ms"), 1)] for r in rows]))
         if fid == "Figs. 6-8":
             for p, by_x in t["detection"].items():
                 rows = [[x, R.TEST_LABEL[test], v["right"].replace("_", " "), f'{v["accuracy"]:.0%}', _f(v["time_s"], 1),

@@ -980,6 +980,25 @@ impl FalseSharingDetector {
         &self.config
     }
 
+    /// The same detector, told that the pair's sequence numbers start at `first_seq`: the reorder
+    /// window starts there, so the first numbers are used even when a later one is reported first
+    /// (the flow whose packets take longer arrives second). Without it the window starts at the
+    /// first number reported, and lower numbers reported after are counted as late
+    /// ([`DetectorCounters::after_finalized`]). Reports below `first_seq` are late too. Only
+    /// before the first report; after, an error naming `first_seq`.
+    pub fn starting_at(mut self, first_seq: u64) -> Result<Self, Error> {
+        check_seq(first_seq)?;
+        if self.window.base.is_some() {
+            return Err(invalid(
+                "first_seq",
+                first_seq as f64,
+                "a detector given no report yet",
+            ));
+        }
+        self.window.base = Some(first_seq);
+        Ok(self)
+    }
+
     /// The pair (A, B).
     pub fn flows(&self) -> (FlowId, FlowId) {
         (self.flows[0], self.flows[1])

@@ -311,10 +311,10 @@ impl TcpFlows {
         let Some(m) = coupling.measured(group) else {
             return;
         };
-        if m.pending_actions().is_empty() {
+        if !m.has_pending_actions() {
             return;
         }
-        let actions = m.pending_actions().to_vec();
+        let actions = m.pending_actions();
         for a in actions {
             let f = a.flow().0 as u32;
             let Some(c) = self.flows.get_mut(f as usize).and_then(Flow::live) else {

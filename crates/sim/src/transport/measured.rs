@@ -9,7 +9,7 @@
 //! [`TcpCoupler`], so a connection's hooks call it exactly as they call any other group
 //! (`transport::coupled`).
 //!
-//! What the detectors are fed (`engine::measured` routes the fabric's observations here):
+//! What the detectors are fed (the engine routes the fabric's observations here, `Sim::observe`):
 //! - **Sending order.** Each pair of connections has its own macroflow sequence counter, and
 //!   every data segment a member sends takes the next number of every pair it belongs to (sec.
 //!   4.1.3: "each packet is marked with an increasing sequence number at the source"; with two
@@ -17,10 +17,11 @@
 //!   with new numbers.
 //! - **Arrivals** at the connection's destination with their one-way delay (sec. 4.1.2: receive
 //!   time minus the source timestamp; the simulator's clocks agree, which the tests do not need).
-//! - **Losses** when the network drops the segment. A receiver infers the loss from the gap in
-//!   the sequence numbers one packet later on a path that does not reorder; reporting it at the
-//!   drop is the same information a few packets earlier, and the detector re-orders its input by
-//!   sequence number anyway.
+//! - **Losses** as the receiver infers them: a dropped segment is reported when the next segment
+//!   of the same connection arrives (the gap in its sequence numbers; a path does not reorder one
+//!   connection's packets here), at that arrival's time. Reporting at the drop itself would hand
+//!   the detector a number ahead of every earlier packet still queued, which can exceed its
+//!   reorder window.
 //!
 //! - **SBD** (RFC 8382) runs beside them as a fifth test: each member's statistics are fed the
 //!   same arrivals and losses, and every base interval T the members are grouped; a pair's answer
@@ -93,6 +94,13 @@ impl DetectorTest {
     }
 }
 
+/// The pair detectors' reorder window: a loss is inferred when the connection's next segment
+/// arrives, up to a retransmission timeout later (a connection that lost the tail of its window),
+/// and the window must still hold its number then. 4096 covers about 5 s of the pair's segments at
+/// 10 Mbit/s (with the detector's own default, 256, 8 of 41,000 segments of a 10 and a 1 Mbit/s
+/// connection were inferred lost after their numbers had been finalized). 64 KiB per pair.
+pub const REORDER_WINDOW_PKTS: usize = 4096;
+
 /// How a measured group couples, detects and responds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MeasuredConfig {
@@ -112,11 +120,15 @@ pub struct MeasuredConfig {
 
 impl MeasuredConfig {
     /// Share by default, the out-of-order test driving the response (seed 000 sec. 5.2), the
-    /// seed's 90 % intervals, memory as `coupling::response`'s defaults.
+    /// seed's 90 % intervals, a reorder window of [`REORDER_WINDOW_PKTS`], memory as
+    /// `coupling::response`'s defaults.
     pub fn new(coupler: CouplerKind) -> Self {
         MeasuredConfig {
             coupler,
-            detector: FalseSharingConfig::default(),
+            detector: FalseSharingConfig {
+                reorder_window_pkts: REORDER_WINDOW_PKTS,
+                ..FalseSharingConfig::default()
+            },
             test: DetectorTest::OutOfOrder,
             respond: true,
             sharing: SharingConfig::default(),
@@ -160,6 +172,26 @@ pub struct MeasuredCounters {
     pub action_errors: u64,
     /// Detection events not kept beyond [`MAX_DETECTION_EVENTS`].
     pub events_dropped: u64,
+    /// What the detectors could not use (none expected).
+    pub detectors: DetectorTotals,
+}
+
+/// What the pair detectors could not use, summed over every pair (`falseshare::DetectorCounters`):
+/// none is expected in the simulator, whose paths keep each connection's order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DetectorTotals {
+    pub unreported_pkts: u64,
+    pub after_finalized: u64,
+    pub beyond_record: u64,
+}
+
+impl DetectorTotals {
+    fn add(&mut self, d: &FalseSharingDetector) {
+        let c = d.counters();
+        self.unreported_pkts += c.unreported_pkts;
+        self.after_finalized += c.after_finalized;
+        self.beyond_record += c.beyond_record;
+    }
 }
 
 /// The most detection events a group keeps (a correlation test can change its answer often).
@@ -198,8 +230,13 @@ pub struct MeasuredCoupler {
     next_pair: u64,
     /// Members' segments in flight, by packet slot.
     probes: Vec<Option<Probe>>,
-    /// Actions returned by the policy and not yet applied.
-    actions: Vec<Action>,
+    /// Actions returned by the policy and not yet applied, each with whether it was deferred
+    /// already (counted once).
+    actions: Vec<(Action, bool)>,
+    /// Dropped segments of each member not yet inferred lost (no later segment of it arrived).
+    lost: Vec<(FlowId, Probe)>,
+    /// The counters of the pair detectors that have closed.
+    closed_counters: DetectorTotals,
     events: Vec<DetectionEvent>,
     /// Connections opened in the policy and not yet closed, in opening order.
     members: Vec<FlowId>,
@@ -225,6 +262,8 @@ impl MeasuredCoupler {
             next_pair: 0,
             probes: Vec::new(),
             actions: Vec::new(),
+            lost: Vec::new(),
+            closed_counters: DetectorTotals::default(),
             events: Vec::new(),
             members: Vec::new(),
             sbd_flows: Vec::new(),
@@ -239,9 +278,14 @@ impl MeasuredCoupler {
     }
 
     pub fn counters(&self) -> MeasuredCounters {
+        let mut detectors = self.closed_counters;
+        for (_, p) in &self.pairs {
+            detectors.add(&p.det);
+        }
         MeasuredCounters {
             splits: self.policy.counters().splits,
             merges: self.policy.counters().merges,
+            detectors,
             ..self.counters
         }
     }
@@ -282,6 +326,9 @@ impl MeasuredCoupler {
             detector_errors: c.detector_errors,
             action_errors: c.action_errors,
             events_dropped: c.events_dropped,
+            unreported_pkts: c.detectors.unreported_pkts,
+            after_finalized: c.detectors.after_finalized,
+            beyond_record: c.detectors.beyond_record,
         }
     }
 
@@ -368,7 +415,8 @@ impl MeasuredCoupler {
         self.next_sbd.get_or_insert(now + self.config.sbd.t);
         self.members.push(f);
         for o in others {
-            let det = FalseSharingDetector::new(self.config.detector, o, f, now)?;
+            // The pair's numbers start at 0 (the newer flow's first packets may arrive last).
+            let det = FalseSharingDetector::new(self.config.detector, o, f, now)?.starting_at(0)?;
             self.pairs.push((
                 self.next_pair,
                 Pair {
@@ -400,9 +448,7 @@ impl MeasuredCoupler {
             })
             .collect();
         self.counters.sent += 1;
-        if seqs.is_empty() {
-            return;
-        }
+        // Stored even without a pair: SBD and the counters see every member's segments.
         let i = slot as usize;
         if i >= self.probes.len() {
             self.probes.resize_with(i + 1, || None);
@@ -414,16 +460,35 @@ impl MeasuredCoupler {
         });
     }
 
-    /// The segment in `slot` reached its destination (`arrived`) or was dropped, at `now`.
+    /// The segment in `slot` reached its destination (`arrived`) or was dropped, at `now`. A drop
+    /// is reported when the connection's next segment arrives (see the module docs).
     pub fn on_fate(&mut self, slot: u32, arrived: bool, now: Instant) {
         let Some(probe) = self.probes.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
-        if arrived {
-            self.counters.arrived += 1;
-        } else {
+        if !arrived {
             self.counters.dropped += 1;
+            self.lost.push((probe.flow, probe));
+            return;
         }
+        self.counters.arrived += 1;
+        let flow = probe.flow;
+        if self.lost.iter().any(|(f, _)| *f == flow) {
+            let mut i = 0;
+            while i < self.lost.len() {
+                if self.lost[i].0 == flow {
+                    let (_, p) = self.lost.remove(i);
+                    self.report(p, false, now);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        self.report(probe, true, now);
+    }
+
+    /// Gives one segment's fate to SBD and to the detectors of its pairs.
+    fn report(&mut self, probe: Probe, arrived: bool, now: Instant) {
         if let Some((_, st)) = self.sbd_flows.iter_mut().find(|(f, _)| *f == probe.flow) {
             let owd = now.saturating_since(probe.sent).as_nanos() as i64;
             let r = if arrived {
@@ -437,7 +502,8 @@ impl MeasuredCoupler {
         }
         self.sbd_decide(now);
         for (id, seq) in probe.seqs {
-            let Some(k) = self.pairs.iter().position(|(pid, _)| *pid == id) else {
+            // Pairs are kept in id order (ids count up; closing keeps the order).
+            let Ok(k) = self.pairs.binary_search_by_key(&id, |(pid, _)| *pid) else {
                 continue; // the pair closed meanwhile
             };
             let pair = &mut self.pairs[k].1;
@@ -523,11 +589,13 @@ impl MeasuredCoupler {
         if let (Some(v), true) = (verdict, self.config.respond) {
             match self.policy.verdict(a, b, v, now) {
                 Ok(actions) => {
-                    for act in actions {
-                        // The latest verdict wins: an older action on the same connection goes.
-                        self.actions.retain(|x| x.flow() != act.flow());
-                        self.actions.push(act);
-                    }
+                    // The latest verdict on the pair wins: actions still pending for its flows
+                    // (a connection in fast recovery waits) go, whether or not it brings new ones
+                    // (a share verdict on a pair the policy still has together brings none, and
+                    // must cancel a split waiting for one of them).
+                    self.actions.retain(|(x, _)| x.flow() != a && x.flow() != b);
+                    self.actions
+                        .extend(actions.into_iter().map(|act| (act, false)));
                 }
                 Err(_) => self.counters.action_errors += 1,
             }
@@ -535,21 +603,31 @@ impl MeasuredCoupler {
     }
 
     /// The actions waiting to be applied (the engine applies them with [`Self::apply`]).
-    pub fn pending_actions(&self) -> &[Action] {
-        &self.actions
+    pub fn pending_actions(&self) -> Vec<Action> {
+        self.actions.iter().map(|(a, _)| *a).collect()
     }
 
-    /// Applies a pending action to connection `current`'s window: its coupler state moves (no
-    /// burst, no slow start: `coupling::response` items 5 and 6) and the answer is what the
-    /// connection uses from now on. `Ok(None)`: not now (the connection is in fast recovery or
-    /// just timed out), kept for later; an action that no longer applies is dropped, counted.
+    pub fn has_pending_actions(&self) -> bool {
+        !self.actions.is_empty()
+    }
+
+    /// Applies a pending action with the connection's current state `current`: its coupler state
+    /// moves (no burst, no slow start: `coupling::response` items 5 and 6) and the answer is what
+    /// the connection uses from now on. `None` when nothing moved: the action is not pending, or
+    /// the connection is in fast recovery (kept, tried again at the next observation; counted once
+    /// in `deferred`), or the move was refused (dropped, counted in `action_errors`). A
+    /// connection recovering from a timeout (Linux's Loss state) is moved: it reports slow start
+    /// or congestion avoidance, and its window is what it would report.
     pub fn apply(&mut self, action: &Action, current: TcpUpdate) -> Option<Response> {
-        let i = self.actions.iter().position(|a| a == action)?;
+        let i = self.actions.iter().position(|(a, _)| a == action)?;
         if current.state == coupling::tcp::TcpState::FastRecovery || current.timeout {
-            self.counters.deferred += 1;
+            if !self.actions[i].1 {
+                self.actions[i].1 = true;
+                self.counters.deferred += 1;
+            }
             return None;
         }
-        let act = self.actions.remove(i);
+        let (act, _) = self.actions.remove(i);
         match self.policy.apply_tcp(&mut self.groups, &act, current) {
             Ok(r) => Some(r),
             Err(_) => {
@@ -559,12 +637,22 @@ impl MeasuredCoupler {
         }
     }
 
-    /// Drops the pairs of `flow` and their segments' records (it left).
+    /// Drops the pairs of `flow` (keeping their counters), its SBD state, pending actions and
+    /// losses not yet inferred (it left). Its segments still in the network resolve when they
+    /// arrive or are dropped, and find no pair.
     fn close_pairs(&mut self, flow: FlowId) {
+        for (_, p) in self
+            .pairs
+            .iter()
+            .filter(|(_, p)| p.a == flow || p.b == flow)
+        {
+            self.closed_counters.add(&p.det);
+        }
         self.pairs.retain(|(_, p)| p.a != flow && p.b != flow);
+        self.lost.retain(|(f, _)| *f != flow);
         self.sbd_flows.retain(|(f, _)| *f != flow);
         self.sbd.forget(flow);
-        self.actions.retain(|a| a.flow() != flow);
+        self.actions.retain(|(a, _)| a.flow() != flow);
         self.members.retain(|&o| o != flow);
     }
 }
@@ -605,11 +693,12 @@ impl TcpCoupler for MeasuredCoupler {
         self.groups.update(conn, update)
     }
 
+    /// Leaves its group; its policy entry, pairs and SBD state close even if the group refused.
     fn leave(&mut self, conn: FlowId) -> Result<(), Error> {
-        self.groups.leave(conn)?;
-        self.policy.close(conn)?;
+        let left = self.groups.leave(conn);
+        let closed = self.policy.close(conn);
         self.close_pairs(conn);
-        Ok(())
+        left.and(closed.map(|_| ()))
     }
 
     fn set_max_burst_pkts(&mut self, pkts: f64) -> Result<(), Error> {
