@@ -18,6 +18,8 @@ def tiny(monkeypatch):
     monkeypatch.setattr(R, "DELAY_RATIOS", (1, 7))
     monkeypatch.setattr(R, "CONFIDENCES", (0.5, 0.99))
     monkeypatch.setattr(R, "RESPONSE_ALPHAS", (0.5,))
+    monkeypatch.setattr(R, "SHARED_HOPS", (1, 2))
+    monkeypatch.setattr(R, "HOP_RATIOS", (7,))
 
 
 def test_the_cut_down_reproduction_runs_analyses_and_writes_its_page(tiny, tmp_path):
@@ -35,7 +37,8 @@ def test_the_cut_down_reproduction_runs_analyses_and_writes_its_page(tiny, tmp_p
     # On identical paths (Fig. 1(d), ratio 1) the out-of-order test never says no share.
     assert data["tables"]["detection"]["d"]["1"]["out_of_order"]["accuracy"] == 1.0
     text = page.read_text()
-    for fig in ("Fig. 2", "Fig. 5", "Figs. 6-8", "Fig. 11", "Fig. 12"):
+    assert [r["hops"] for r in data["tables"]["hops"]] == [1, 2]
+    for fig in ("Fig. 2", "Fig. 5", "Figs. 6-8", "Figs. 9 and 10", "Fig. 11", "Fig. 12"):
         assert f"<h2>{fig}" in text, fig
     assert text.count("data:image/png;base64,") >= 6
     # A second call computes nothing: every run is stored.

@@ -351,6 +351,47 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
                 "and paths that differ only in delay look alike to it.", info=True)
 
 
+def _hops(a: Analysis, one_hop: Sequence[Mapping[str, Any]], more: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """Figs. 9 and 10 (sec. 4.3) on Fig. 1(d): per delay ratio and number of shared hops, the
+    out-of-order test's detection time and accuracy, and the penalty: the short-RTT flow's rate
+    uncoupled and shared, and the uncoupled flows' rate ratio (the "extent" of false sharing)."""
+    rows = []
+    for x in R.HOP_RATIOS:
+        for h in R.SHARED_HOPS:
+            src = one_hop if h == 1 else [r for r in more if r["params"].get("hops") == h]
+            none, shared = _by(src, x=x, arm="none"), _by(src, x=x, arm="shared")
+            if not none or not shared:
+                continue
+            got = [outcome(r["events"], "out_of_order", "no_share") for r in shared]
+            times = [t for _, t in got if t is not None]
+            nf, ns = _mean([r["goodput_0"] for r in none]), _mean([r["goodput_1"] for r in none])
+            rows.append({"ratio": x, "hops": h, "runs": len(shared), "ooo_accuracy": sum(ok for ok, _ in got) / len(shared),
+                         "ooo_time_s": _mean(times), "none_fast": nf, "none_slow": ns, "none_ratio": nf / ns if ns else float("nan"),
+                         "shared_fast": _mean([r["goodput_0"] for r in shared]),
+                         "shared_slow": _mean([r["goodput_1"] for r in shared])})
+    for x in R.HOP_RATIOS:
+        rs = [r for r in rows if r["ratio"] == x]
+        if len(rs) >= 2:
+            lo, hi = rs[0], rs[-1]
+            ok = hi["ooo_time_s"] > lo["ooo_time_s"]
+            a.check(f"Fig. 9 (ratio {x:g}): more shared hops, slower detection by the out-of-order test",
+                    "\"the time taken to detect false-sharing shows a corresponding increase\"",
+                    "; ".join(f'{r["hops"]} hop{"s" if r["hops"] > 1 else ""}: {_f(r["ooo_time_s"], 1)} s, {r["ooo_accuracy"]:.0%}' for r in rs), ok,
+                    "" if ok else "each added hop here carries its own copy of the first hop's traffic, so the test flows' "
+                    "queueing delays add up and the RTT gap the test needs to see stays as large")
+            ok = hi["none_ratio"] < lo["none_ratio"]
+            a.check(f"Fig. 10 (ratio {x:g}): more shared hops, less difference between the flows alone",
+                    "\"the difference in the bandwidths of the two flows when they are not in the same macroflow diminishes\"",
+                    "; ".join(f'{r["hops"]}: {r["none_ratio"]:.2f}x ({_mbps(r["none_fast"])} / {_mbps(r["none_slow"])})' for r in rs), ok)
+    by = {(r["ratio"], r["hops"]): r for r in rows}
+    pairs = [(by[(3, h)], by[(7, h)]) for h in R.SHARED_HOPS if (3, h) in by and (7, h) in by]
+    if pairs:
+        ok = all(a3["none_ratio"] < a7["none_ratio"] for a3, a7 in pairs)
+        a.check("Fig. 10: the penalty is smaller at ratio 3 than at 7", "smaller difference at the lower ratio",
+                "; ".join(f'{a3["hops"]} hops: {a3["none_ratio"]:.2f}x vs {a7["none_ratio"]:.2f}x' for a3, a7 in pairs), ok)
+    return rows
+
+
 def _confidence(a: Analysis, rs: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     rows = []
     for c in R.CONFIDENCES:
@@ -412,7 +453,8 @@ def _response(a: Analysis, rs: Sequence[Mapping[str, Any]], none: Sequence[Mappi
 # --- figures ------------------------------------------------------------------------------------
 
 def _figures(a: Analysis, pen: Mapping[str, List[Dict[str, Any]]], det: Mapping[str, Mapping[float, Any]],
-             conf: Sequence[Mapping[str, Any]], resp: Sequence[Mapping[str, Any]], fig5: Mapping[str, Any]) -> None:
+             conf: Sequence[Mapping[str, Any]], resp: Sequence[Mapping[str, Any]], fig5: Mapping[str, Any],
+             hops: Sequence[Mapping[str, Any]] = ()) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -480,6 +522,20 @@ def _figures(a: Analysis, pen: Mapping[str, List[Dict[str, Any]]], det: Mapping[
         a.figures.append(("Figs. 6-8", fig, "Detection time (runs that reached the correct answer) and accuracy per test and topology; "
                                             "the correct answer is no share except the loss, delay and SBD tests on Fig. 1(d), "
                                             "where it is share (one bottleneck)."))
+    if hops:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
+        for x in R.HOP_RATIOS:
+            rs = [r for r in hops if r["ratio"] == x]
+            ax.plot([r["hops"] for r in rs], [r["ooo_time_s"] for r in rs], "o-", label=f"ratio {x:g}")
+            bx.plot([r["hops"] for r in rs], [r["none_fast"] / 1e6 for r in rs], "o-", label=f"ratio {x:g}: short RTT alone")
+            bx.plot([r["hops"] for r in rs], [r["none_slow"] / 1e6 for r in rs], "s--", label=f"ratio {x:g}: long RTT alone")
+            bx.plot([r["hops"] for r in rs], [r["shared_fast"] / 1e6 for r in rs], "^:", label=f"ratio {x:g}: short RTT shared")
+        ax.set(xlabel="shared hops", ylabel="out-of-order: time to no share (s)", title="Fig. 9")
+        bx.set(xlabel="shared hops", ylabel="throughput (Mbit/s)", title="Fig. 10")
+        ax.legend(fontsize=8)
+        bx.legend(fontsize=7)
+        a.figures.append(("Figs. 9 and 10", fig, "Fig. 1(d) with more shared hops, each with its own cross traffic: the out-of-order "
+                                                 "test's detection time, and the two flows' rates alone and shared."))
     if conf:
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
         for t in ("asymmetric_loss", "symmetric_loss", "delay"):
@@ -531,6 +587,7 @@ def analyse(stored: Mapping[str, List[Dict[str, Any]]]) -> Analysis:
         det[p] = {x: detection(rs, p, x) for x in xs[p] if _by(rs, x=x, arm="shared")}
     _eq2(a, pen.get("a", []))
     _detection_checks(a, det)
+    hops = _hops(a, summaries.get("fig1d", []), summaries.get("hops", []))
     conf = _confidence(a, summaries.get("confidence", []))
     resp = _response(a, summaries.get("response", []), _by(summaries.get("fig1a", []), arm="none"))
     errors = [r["measured"] for rs in summaries.values() for r in rs if r["measured"] and (
@@ -538,8 +595,8 @@ def analyse(stored: Mapping[str, List[Dict[str, Any]]]) -> Analysis:
     a.check("Every measured run's detectors and response without an error", "0 refused calls, 0 events dropped",
             f"{len(errors)} runs with errors", not errors)
     a.tables = {"penalty": pen, "detection": {p: {str(x): v for x, v in d.items()} for p, d in det.items()},
-                "confidence": conf, "response": [{k: v for k, v in r.items() if k != "curve"} for r in resp]}
-    _figures(a, pen, det, conf, resp, fig5)
+                "hops": hops, "confidence": conf, "response": [{k: v for k, v in r.items() if k != "curve"} for r in resp]}
+    _figures(a, pen, det, conf, resp, fig5, hops)
     return a
 
 
@@ -580,6 +637,12 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
                 body.append(f"<h3>{_esc(R.TOPOLOGY[p])}</h3>" + _table(
                     ["x", "test", "correct answer", "accuracy", "time to correct (s)", "runs reaching it", "wrong first answers",
                      "time to first answer (s)"], rows))
+        if fid == "Figs. 9 and 10":
+            body.append(_table(["delay ratio", "shared hops", "out-of-order accuracy", "time to no share (s)", "short RTT alone",
+                                "long RTT alone", "ratio alone", "short RTT shared", "long RTT shared"],
+                               [[f'{r["ratio"]:g}', r["hops"], f'{r["ooo_accuracy"]:.0%}', _f(r["ooo_time_s"], 1), _mbps(r["none_fast"]),
+                                 _mbps(r["none_slow"]), _f(r["none_ratio"], 2), _mbps(r["shared_fast"]), _mbps(r["shared_slow"])]
+                                for r in t["hops"]]))
         if fid == "Fig. 12":
             body.append(_table(["alpha", "seed", "detected at (s)", "recovered after (s)", "uncoupled AF rate"],
                                [[f'{r["x"]:g}', r["seed"], _f(r["detect_s"], 1), _f(r["recover_s"], 1),
@@ -588,8 +651,7 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
     body.append(_table(["check", "expected", "ours", "", "note"],
                        [[c["name"], c["expected"], c["ours"], "INFO" if c.get("info") else ("PASS" if c["passed"] else "FAIL"), c["note"]]
                         for c in data["checks"]]))
-    body.append(f'<p class="muted">Not reproduced here: Fig. 3 (short flows), Fig. 4 (loss and delay traces), Figs. 9 and 10 over '
-                f'more shared hops, and the RMCAT SBD test cases (their text is not available offline). Runs took '
+    body.append(f'<p class="muted">Not reproduced here: Fig. 3 (short flows), Fig. 4 (loss and delay traces), and the RMCAT SBD test cases (their text is not available offline). Runs took '
                 f'{data["run_s"]:.0f} s of wall time ({data["computed_runs"]} computed, the rest stored).</p>')
     page = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>{_esc(TITLE)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(body)

@@ -28,6 +28,9 @@ TOPOLOGY = {"a": "DiffServ (Fig. 1(a))", "b": "unshared (Fig. 1(b))", "c": "semi
             "d": "fully shared, different RTTs (Fig. 1(d))"}
 #: Fig. 2 and 6: the fraction of the bottleneck for AF, "varied from 10% to 90%".
 ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: Figs. 9 and 10: shared hops on Fig. 1(d)'s test paths, at delay ratios 3 and 7.
+SHARED_HOPS = (1, 2, 3)
+HOP_RATIOS = (3, 7)
 #: Fig. 1(b), (c): the ratio of the two paths' bottleneck bandwidths (Fig. 3's axis runs to 10).
 BW_RATIOS = (1, 2, 4, 8)
 #: Fig. 1(d): the ratio of the two last hops' delays (Fig. 10 uses 3 and 7); 1 is genuine sharing.
@@ -62,7 +65,41 @@ def _measured(respond: bool, confidence: float = 0.9) -> Dict[str, Any]:
             "confidence": confidence}
 
 
-def scenario(panel: str, x: float, arm: str, seed: int, duration_s: float, confidence: float = 0.9) -> Dict[str, Any]:
+def with_shared_hops(sc: Dict[str, Any], hops: int) -> Dict[str, Any]:
+    """Fig. 1(d) with `hops` shared bottlenecks in a row (seed 000 sec. 4.3: "the number of
+    shared bottlenecks can be tuned ... Across each shared link in the path, we also have cross
+    traffic"): the bottleneck r0 -> r1 (links.1) becomes r0 -> m1 -> ... -> r1, each hop a copy of
+    it, and each hop gets cross traffic of its own, a copy of the original's (long TCP, web, CBR,
+    both ways) between hosts u_j and v_j on either side of it; the original u and v become the
+    first hop's. The test flows cross every hop."""
+    if hops == 1:
+        return sc
+    sc = copy.deepcopy(sc)
+    topo = sc["topology"]
+    links = topo["links"]
+    bottleneck = links[1]
+    assert (bottleneck["from"], bottleneck["to"]) == ("r0", "r1"), "links.1 is Fig. 1(d)'s bottleneck"
+    chain = ["r0"] + [f"m{j}" for j in range(1, hops)] + ["r1"]
+    topo["nodes"] += chain[1:-1]
+    links[1:2] = [dict(copy.deepcopy(bottleneck), **{"from": a, "to": b}) for a, b in zip(chain, chain[1:])]
+    up = next(l for l in links if (l["from"], l["to"]) == ("u", "r0"))
+    down = next(l for l in links if (l["from"], l["to"]) == ("r1", "v"))
+    down["from"] = chain[1]  # v: the first hop's far side
+    cross = [f for f in sc["flows"] if {f.get("src"), f.get("dst")} <= {"u", "v"} and "src" in f]
+    for j in range(1, hops):
+        u, v = f"u{j}", f"v{j}"
+        topo["nodes"] += [u, v]
+        links.append(dict(copy.deepcopy(up), **{"from": u, "to": chain[j]}))
+        links.append(dict(copy.deepcopy(down), **{"from": chain[j + 1], "to": v}))
+        for f in cross:
+            g = copy.deepcopy(f)
+            g["src"], g["dst"] = {"u": u, "v": v}[f["src"]], {"u": u, "v": v}[f["dst"]]
+            sc["flows"].append(g)
+    return sc
+
+
+def scenario(panel: str, x: float, arm: str, seed: int, duration_s: float, confidence: float = 0.9,
+             hops: int = 1) -> Dict[str, Any]:
     """One run: panel a-d at its swept value `x` (alpha, bandwidth or delay ratio); `arm` "none"
     (uncoupled), "shared" (a measured group that only watches) or "respond" (it splits on the
     out-of-order test's no share)."""
@@ -78,12 +115,13 @@ def scenario(panel: str, x: float, arm: str, seed: int, duration_s: float, confi
         links[0]["rate_bps"] = x * BASE_RATE_BPS
     else:
         links[0]["delay_s"] = round(x * BASE_HOP_S, 9)
+        sc = with_shared_hops(sc, hops)
     sc["groups"] = [{"name": "test", "kind": "none"}] if arm == "none" else [_measured(arm == "respond", confidence)]
     sc["seed"] = seed
     sc["duration_s"] = duration_s
     # The detectors' metrics (Fig. 5) and the flows' windows, every second.
     sc["sample_interval_s"] = 1.0 if arm != "none" else 0.0
-    sc["name"] = f"falseshare-{panel}-{x:g}-{arm}"
+    sc["name"] = f"falseshare-{panel}-{x:g}-{arm}" + (f"-{hops}hops" if hops > 1 else "")
     return sc
 
 
@@ -105,6 +143,10 @@ def parts(plan: Plan) -> List[Tuple[str, str, List[Job], Dict[str, List[Any]]]]:
     jobs = [job("b", 4, "shared", s, confidence=c) for c in CONFIDENCES for s in seeds]
     out.append(("confidence", "Fig. 11: the detectors at other confidence levels (Fig. 1(b), ratio 4)", jobs,
                 {"confidence": list(CONFIDENCES)}))
+    jobs = [job("d", x, arm, s, hops=h) for h in SHARED_HOPS if h > 1 for x in HOP_RATIOS for arm in ("none", "shared")
+            for s in seeds]
+    out.append(("hops", "Figs. 9 and 10: more shared hops on Fig. 1(d) (one hop: the fig1d part)", jobs,
+                {"hops": [h for h in SHARED_HOPS if h > 1], "x": list(HOP_RATIOS), "arm": ["none", "shared"]}))
     jobs = [job("a", x, "respond", s) for x in RESPONSE_ALPHAS for s in seeds]
     out.append(("response", "Fig. 12: the measured group splits on the out-of-order test's no share (Fig. 1(a))", jobs,
                 {"x": list(RESPONSE_ALPHAS)}))
