@@ -1213,7 +1213,7 @@ def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dic
 _SCHEMAS: Optional[Dict[str, pa.Schema]] = None
 #: Columns the kernel does not report (TCP_INFO has no count of timeouts or recoveries, and bursts
 #: at an instant are not observable): null in this engine's tables.
-NULL_COLUMNS = {"flows": ("timeouts", "max_burst_pkts", "burst_hist", "fast_recoveries"), "links": ("max_queue_pkts",)}
+NULL_COLUMNS = {"flows": ("lost_pkts", "timeouts", "max_burst_pkts", "burst_hist", "fast_recoveries"), "links": ("max_queue_pkts",)}
 
 
 def _schemas() -> Dict[str, pa.Schema]:
@@ -1314,7 +1314,8 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
             "flow": fid, "src": p.nodes[n], "dst": dst, "cc": f["cc"], "start_s": start, "fct_s": fct,
             "delivered_bytes": delivered, "goodput_bps": delivered * 8 / active if active > 0 else 0.0,
             "data_pkts_sent": i.get("data_segs_out", 0), "retransmits": i.get("total_retrans", 0),
-            "timeouts": None, "max_burst_pkts": None, "burst_hist": None, "fast_recoveries": None,
+            # TCP_INFO's tcpi_lost is the sender's current estimate, not a count of drops.
+            "lost_pkts": None, "timeouts": None, "max_burst_pkts": None, "burst_hist": None, "fast_recoveries": None,
             "mean_rtt_s": sum(rtts) / len(rtts) if rtts else None,
         })
     udp_recv: Dict[int, Dict[str, Any]] = {}
@@ -1377,7 +1378,9 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
     out = {name: pa.Table.from_pylist(rows[name], schema=schemas[name]) for name in rows}
     out["flow_samples"] = pa.Table.from_pydict(flow_samples, schema=schemas["flow_samples"])
     out["queue_samples"] = pa.Table.from_pydict(queue_samples, schema=schemas["queue_samples"])
-    out["media_samples"] = schemas["media_samples"].empty_table()
+    # Media flows and measured groups run in the simulator only (plan() refuses them).
+    for name in ("media_samples", "detections", "detector_samples", "measured_groups"):
+        out[name] = schemas[name].empty_table()
     return {k: v.replace_schema_metadata(meta) for k, v in out.items()}
 
 

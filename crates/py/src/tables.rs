@@ -123,6 +123,8 @@ pub const FLOWS: &[Col<FlowSummary>] = &[
     Col::Float("goodput_bps", |f| f.goodput_bps),
     Col::Int("data_pkts_sent", |f| f.data_pkts_sent),
     Col::Int("retransmits", |f| f.retransmits),
+    // Data segments the network dropped (simulator; the linux engine has no such count).
+    Col::Int("lost_pkts", |f| f.lost_pkts),
     Col::Int("timeouts", |f| f.timeouts),
     Col::Int("max_burst_pkts", |f| f.max_burst_pkts),
     // A count per bucket (sim::stats::burst_bucket).

@@ -75,6 +75,8 @@ pub struct FlowSummary {
     pub goodput_bps: f64,
     pub data_pkts_sent: u64,
     pub retransmits: u64,
+    /// Data segments the network dropped (queues, random loss).
+    pub lost_pkts: u64,
     pub timeouts: u64,
     /// The largest burst of the run: data packets (new or retransmitted) the sender emitted at
     /// one simulated instant (see [`BurstStats`]).

@@ -12,7 +12,7 @@ Definitions the seed leaves open (stated on the page too):
   *first* decided answer is the correct one. A run that never decides counts as not correct;
   where the correct answer is to stay inconclusive (the out-of-order test on identical paths), a
   run is correct if the test never says no share.
-- **Loss rate** of a test flow (Fig. 2(b)): its retransmissions over its data packets sent.
+- **Loss rate** of a test flow (Fig. 2(b)): its data segments the network dropped over those it sent.
 - **Recovery** (Fig. 12): the AF flow's rate over a 5-s window reaches 80 % of its rate in the
   uncoupled run of the same seed ("restored to reasonable levels"; the seed gives no number).
 """
@@ -38,7 +38,7 @@ DEFINITIONS = (
     "correct answer; runs that never do are left out of the mean (the seed leaves them off Fig. 6(a)). Accuracy: the "
     "fraction of runs whose first decided answer is the correct one (never deciding counts as not correct; where the "
     "correct answer is to stay inconclusive, a run is correct if the test never says no share). Loss rate of a test "
-    "flow: its retransmissions over its data packets. Recovery (Fig. 12): the AF flow's rate over 5 s reaches 80 % of "
+    "flow: its data segments the network dropped over those it sent. Recovery (Fig. 12): the AF flow's rate over 5 s reaches 80 % of "
     "its rate in the uncoupled run of the same seed, counted for runs where it was below that at the detection.")
 TITLE = "Seed 000: the impact of false sharing on shared congestion management, detection and response"
 SOURCE = "seed 000 (Akella, Seshan, Balakrishnan: The Impact of False Sharing on Shared Congestion Management)"
@@ -89,7 +89,9 @@ def summarize_run(manifest: Mapping[str, Any], keep_series: bool = False) -> Dic
         f = flows[i]
         out[f"goodput_{i}"] = f["goodput_bps"]
         out[f"rtt_{i}"] = f["mean_rtt_s"]
-        out[f"loss_{i}"] = f["retransmits"] / f["data_pkts_sent"] if f["data_pkts_sent"] else float("nan")
+        # The network's drops of its data segments (not its retransmissions: a timeout's go-back-N
+        # resends segments that were not lost, and small shared windows time out more often).
+        out[f"loss_{i}"] = f["lost_pkts"] / f["data_pkts_sent"] if f["data_pkts_sent"] else float("nan")
         out[f"timeouts_{i}"] = f["timeouts"]
     # The pair (0, 1) in either order: a pair is (older, younger) by their starts.
     ev = [e for e in t["detections"].to_pylist() if {e["flow_a"], e["flow_b"]} == {0, 1}]
@@ -209,6 +211,20 @@ def _penalty_checks(a: Analysis, panel: str, rows: Sequence[Mapping[str, Any]]) 
             "" if not loss_up else "higher where listed: short runs and few seeds make the loss rates of one flow noisy")
     # Eq. 1 (panels a-c; d: equal windows, not equal rates).
     pts = [r for r in rows if not math.isnan(r["eq1"])]
+    tail = []
+    if panel == "a":
+        # The seed's own tail (alpha > 0.7) does not match its model either ("due to the excessive number
+        # of time-outs"): shown beside the check, as for Eq. 2.
+        tail = [r for r in pts if r["x"] > 0.7]
+        pts = [r for r in pts if r["x"] <= 0.7]
+        if tail:
+            a.check(f"{label}: the tail (alpha > 0.7) against Eq. 1", "the seed: sharing \"slightly higher than the throughput "
+                    "of the lower-bandwidth flow\" there, not as the model predicts",
+                    "; ".join(f'{r["x"]:g}: {_mbps(r["shared_mean"])} vs Eq. 1 {_mbps(r["eq1"])}, slower alone {_mbps(r["none_slow"])}'
+                              for r in tail), False,
+                    "As the seed's: above the model, and at alpha 0.9 above the slower flow's rate alone. Ours times out "
+                    "less (SACK recovery), so the reason is not the seed's; the model's square-root law holds poorly at the "
+                    "BE class's loss rates there (3-4 %).", info=True)
     if not pts:
         a.check(f"{label}: shared rate against Eq. 1", "Eq. 1 from the uncoupled runs", "no point with both flows' rates and RTTs",
                 False, "every uncoupled run of this topology lacks a flow's goodput or mean RTT: nothing to compare")
@@ -220,15 +236,19 @@ def _penalty_checks(a: Analysis, panel: str, rows: Sequence[Mapping[str, Any]]) 
         a.check(f"{label}: shared rate against Eq. 1 from the flows' rates and RTTs alone",
                 f"\"the faster connection was slowed down by the slower sender exactly as predicted by Equation 1\" (within {EQ_TOL:.0%})",
                 ours + f" (Mbit/s; {min(errs):+.0%} to {max(errs):+.0%})", ok,
-                "" if ok else "Eq. 1 assumes each path's loss rate unchanged by the flows and the square-root law; where the "
-                "test flows are a visible part of a path's load (the slow path in Fig. 1(b)/(c) has 10 long flows), "
-                "coupling them lowers that path's loss and the shared rate is above the model.")
+                "" if ok else "Eq. 1 makes the coupled pair exactly one TCP (one halving per loss, one packet per window of "
+                "ACKs). Ours is ctrlTCP, which halves the aggregate once per loss event and lets each connection grow on its "
+                "own ACKs: on identical paths (Fig. 1(d), ratio 1) the pair already gets more than one TCP's share (see its row), "
+                "and every topology here is above the model by about that much.")
     else:
         wok = all(abs(r["shared_fast"] / r["window_fast"] - 1) <= EQ_TOL for r in pts if r["x"] != 1)
         a.check(f"{label}: the short-RTT flow's shared rate against the equal-window model",
                 "rates as one window split equally between different RTTs predicts (our ctrlTCP splits the window, "
                 "not the rate)", "; ".join(f'{r["x"]:g}: {_mbps(r["shared_fast"])} vs {_mbps(r["window_fast"])}' for r in pts), wok,
-                "" if wok else "the model's RTTs are the flows' mean RTTs alone; shared, the queue they see differs")
+                "" if wok else "On identical paths (ratio 1) the coupled pair already gets more than the model's one-TCP "
+                "share (ctrlTCP halves the aggregate once per loss event, and each connection grows on its own ACKs); "
+                "with different RTTs the short-RTT flow's ACKs grow the aggregate faster still, and the model's "
+                "equal-window split gives it the same excess plus the RTT ratio's.")
         a.check(f"{label}: shared rate against Eq. 1", "Eq. 1 (equal rates)", ours, False,
                 "Eq. 1 divides the macroflow's bandwidth equally, as the Congestion Manager's scheduler did. Our coupler is "
                 "ctrlTCP, which divides the window: with different RTTs the flows' rates differ by the RTT ratio, so the "
@@ -305,9 +325,13 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
                 "(sub-sampling, module docs of coupling::falseshare); where it is as accurate as the out-of-order test the "
                 "seed's inaccuracy came from samples our sub-sampling leaves out")
         ooo = tm("a", "out_of_order")
-        a.check("Sec. 5.2: the reordering test's typical detection time", "\"between 5-10s from the start of the connection\"",
-                f"{_f(ooo, 1)} s (mean over alpha and seeds)", 3.0 <= ooo <= 15.0,
-                "" if 3.0 <= ooo <= 15.0 else "our occasions are 500 ms apart and 10 are needed (coupling::falseshare docs)")
+        per_x = "; ".join(f"{x:g}: {_f(d['out_of_order']['time_s'], 1)} s" for x, d in sorted(det["a"].items()))
+        a.check("Sec. 5.2: the reordering test's typical detection time (DiffServ)", "\"between 5-10s from the start of the connection\"",
+                f"{_f(ooo, 1)} s (mean over alpha and seeds; {per_x})", 3.0 <= ooo <= 15.0,
+                "" if 3.0 <= ooo <= 15.0 else "Ten occasions 500 ms apart take 4.5 s at the least (coupling::falseshare "
+                "docs); where the classes' queueing delays are close (the RTT gap column of Fig. 2's table), reordering "
+                "by more than 3 packets happens only now and then and the 10 occasions take longer. On the other "
+                "topologies, whose paths differ in delay all the time, it takes 6-10 s (the table of Figs. 6-8).")
     if "b" in det:
         top = max(acc("b", "out_of_order"), acc("b", "delay"))
         ok = top >= 0.5 and all(top >= acc("b", t) for t in ("asymmetric_loss", "symmetric_loss"))
@@ -340,7 +364,13 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
             a.check("Fig. 5: false sharing is detected much faster than genuine sharing (delay test)",
                     "AF vs BE: no share within ~40 s; BE vs BE: share, slowly (~100 s)",
                     f"no share (DiffServ) in {_f(ns_t, 1)} s; share (identical paths) in {_f(share_t, 1)} s "
-                    f"({det['d'][1]['delay']['reached']} of {det['d'][1]['delay']['runs']} runs)", ok)
+                    f"({det['d'][1]['delay']['reached']} of {det['d'][1]['delay']['runs']} runs)", ok,
+                    "" if ok else "Ours says share on identical paths within a second: with the pair's packets interleaved in "
+                    "one queue, a packet's delay is closer to the other flow's packet just before it than to its own flow's "
+                    "earlier one, both correlations are near 1, and Fisher intervals over 2048 samples are a few thousandths "
+                    "wide. They treat successive queue samples as independent (coupling::falseshare docs), so they are far "
+                    "narrower than the data warrant; the seed's intervals (not described) evidently were not. Our no-share "
+                    "time on DiffServ (a few seconds) is faster than the seed's ~40 s for the same reason.")
     # SBD beside the seed's tests (information: RFC 8382 was not part of the seed's evaluation).
     for panel in det:
         a.check(f"SBD (RFC 8382) on {R.TOPOLOGY[panel]}", "(not in the seed; the issue asks for it beside the seed's tests)",

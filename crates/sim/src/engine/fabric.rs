@@ -46,6 +46,9 @@ pub(crate) struct Fabric {
     tcp_in_network: Vec<u32>,
     /// TCP flows whose last packet in the network a queue dropped (their agent may free them).
     tcp_emptied_by_drop: Vec<u32>,
+    /// Data segments of each TCP flow the network dropped (a flow's own loss rate, seed 000
+    /// Fig. 2(b); its retransmissions also count a timeout's go-back-N resends).
+    pub tcp_data_dropped: Vec<u64>,
     /// Links' jitter draws, a stream of their own (seeded from the run's seed): turning jitter on
     /// changes no other random process (random drop, RED, sources, FSE delays draw as before).
     jitter_rng: SimRng,
@@ -66,6 +69,7 @@ impl Fabric {
             taps: PacketTaps::default(),
             tcp_in_network: Vec::new(),
             tcp_emptied_by_drop: Vec::new(),
+            tcp_data_dropped: Vec::new(),
             observed: Vec::new(),
             observations: Vec::new(),
         }
@@ -226,6 +230,13 @@ impl Fabric {
             }
             let dp = self.pool.free(d.id);
             self.taps.trace(now, PacketEventKind::Drop, link.0, &dp);
+            if dp.kind == PacketKind::TcpData {
+                let f = dp.flow as usize;
+                if f >= self.tcp_data_dropped.len() {
+                    self.tcp_data_dropped.resize(f + 1, 0);
+                }
+                self.tcp_data_dropped[f] += 1;
+            }
             if dp.kind.is_tcp() {
                 let n = &mut self.tcp_in_network[dp.flow as usize];
                 *n -= 1;

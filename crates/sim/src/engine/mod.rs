@@ -707,7 +707,9 @@ impl Sim {
             .collect();
         Results {
             duration_s,
-            flows: self.tcp.summaries(net, duration_s),
+            flows: self
+                .tcp
+                .summaries(net, &self.fabric.tcp_data_dropped, duration_s),
             media_flows: self.media.summaries(net, duration_s),
             media_samples: Vec::new(),
             udp_flows: self.udp.summaries(net, duration_s),

@@ -575,7 +575,14 @@ impl TcpFlows {
     }
 
     /// A row per flow, whatever its state, for a run that has reached `duration_s`.
-    pub fn summaries(&self, net: &crate::net::Network, duration_s: f64) -> Vec<FlowSummary> {
+    /// `dropped`: each flow's data segments the network dropped (by flow; shorter when the last
+    /// flows lost none).
+    pub fn summaries(
+        &self,
+        net: &crate::net::Network,
+        dropped: &[u64],
+        duration_s: f64,
+    ) -> Vec<FlowSummary> {
         self.flows
             .iter()
             .enumerate()
@@ -626,6 +633,7 @@ impl TcpFlows {
                     },
                     data_pkts_sent: snd.data_pkts_sent,
                     retransmits: snd.retransmits,
+                    lost_pkts: dropped.get(i).copied().unwrap_or(0),
                     timeouts: snd.timeouts,
                     max_burst_pkts: bursts.max_pkts,
                     burst_hist: bursts.hist,
