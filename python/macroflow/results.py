@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
 import pathlib
 import re
@@ -396,3 +397,17 @@ def current_runs(store: Union[str, pathlib.Path]) -> Tuple[List[Dict[str, Any]],
     wanted = {r["key"] for r in json.loads(sweep.read_text()).get("runs", [])}
     current = [r for r in runs if r["key"] in wanted]
     return current, len(runs) - len(current), len(wanted) - len(current)
+
+
+def jsonable(x: Any) -> Any:
+    """`x` with every dict key a string, tuples as lists, numpy scalars as Python numbers and NaN
+    as None: what ``reproduction.json`` files hold (JSON has no NaN)."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if hasattr(x, "item") and callable(x.item) and not isinstance(x, (str, bytes)):
+        x = x.item()  # a numpy scalar
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    return x

@@ -1664,13 +1664,7 @@ fn deterministic_and_printable() {
 #[test]
 fn a_detector_told_its_first_number_keeps_the_early_arrivals() {
     let run = |told: bool| {
-        let mut d = FalseSharingDetector::new(
-            FalseSharingConfig::default(),
-            FlowId(1),
-            FlowId(2),
-            Instant::ZERO,
-        )
-        .unwrap();
+        let mut d = pair_of_1_and_2();
         if told {
             d = d.starting_at(0).unwrap();
         }
@@ -1692,15 +1686,19 @@ fn a_detector_told_its_first_number_keeps_the_early_arrivals() {
 
 #[test]
 fn the_first_number_is_refused_after_a_report() {
-    let mut d = FalseSharingDetector::new(
+    let mut d = pair_of_1_and_2();
+    d.on_packet(Instant::ZERO, Packet::new(FlowId(1), 5, 0))
+        .unwrap();
+    let e = d.clone().starting_at(0).unwrap_err().to_string();
+    assert!(e.contains("first_seq"), "{e}");
+}
+
+fn pair_of_1_and_2() -> FalseSharingDetector {
+    FalseSharingDetector::new(
         FalseSharingConfig::default(),
         FlowId(1),
         FlowId(2),
         Instant::ZERO,
     )
-    .unwrap();
-    d.on_packet(Instant::ZERO, Packet::new(FlowId(1), 5, 0))
-        .unwrap();
-    let e = d.clone().starting_at(0).unwrap_err().to_string();
-    assert!(e.contains("first_seq"), "{e}");
+    .unwrap()
 }

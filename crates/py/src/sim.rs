@@ -57,6 +57,20 @@ fn sim_err(e: SimError) -> PyErr {
     SimulationError::new_err(e.to_string())
 }
 
+/// A group's burst limit, checked before the group exists, so a bad limit leaves no group behind
+/// (the coupler's own check, `set_max_burst_pkts`, would refuse it after).
+fn check_max_burst(pkts: f64) -> Result<(), SimError> {
+    if pkts.is_finite() && pkts >= 0.0 {
+        Ok(())
+    } else {
+        Err(SimError::invalid(
+            "max_burst_pkts",
+            pkts,
+            "a finite number of segments >= 0",
+        ))
+    }
+}
+
 fn secs(name: &str, s: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64("time", s).map_err(|_| {
         SimulationError::new_err(format!("invalid {name}: got {s}, expected seconds >= 0"))
@@ -698,15 +712,7 @@ impl PySimulation {
         let k = CouplerKind::from_name(kind)
             .ok_or_else(|| unknown_name("kind", kind, CouplerKind::names()))?;
         self.with_sim(|s| {
-            // Checked before the group exists, so a bad limit leaves no group behind (the
-            // coupler's own check, set_max_burst_pkts, would refuse it after).
-            if !(max_burst_pkts.is_finite() && max_burst_pkts >= 0.0) {
-                return Err(SimError::invalid(
-                    "max_burst_pkts",
-                    max_burst_pkts,
-                    "a finite number of segments >= 0",
-                ));
-            }
+            check_max_burst(max_burst_pkts)?;
             let g = s.add_coupling_group(k);
             s.set_max_burst_pkts(g, max_burst_pkts)?;
             Ok(g)
@@ -744,13 +750,7 @@ impl PySimulation {
         cfg.respond = respond;
         cfg.sharing.memory_expiry = expiry;
         self.with_sim(|s| {
-            if !(max_burst_pkts.is_finite() && max_burst_pkts >= 0.0) {
-                return Err(SimError::invalid(
-                    "max_burst_pkts",
-                    max_burst_pkts,
-                    "a finite number of segments >= 0",
-                ));
-            }
+            check_max_burst(max_burst_pkts)?;
             let g = s.add_measured_group(cfg)?;
             s.set_max_burst_pkts(g, max_burst_pkts)?;
             Ok(g)

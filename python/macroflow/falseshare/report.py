@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from macroflow.falseshare import model
 from macroflow.falseshare import runs as R
 from macroflow.reproductions import Check, tally
-from macroflow.results import code_version, list_runs, load_results, write_json_atomic
+from macroflow.results import code_version, jsonable, list_runs, load_results, write_json_atomic
 
 NAME = "false-sharing"
 DEFINITIONS = (
@@ -731,16 +731,7 @@ def reproduce_false_sharing(out: Optional[Union[str, pathlib.Path]] = None, quic
         plt.close(fig)
     data = {"name": NAME, "title": TITLE, "source": SOURCE, "description": DESCRIPTION, "plan": plan_name, "seeds": plan.seeds,
             "duration_s": plan.duration_s, "version": code_version(), "run_s": run_s, "computed_runs": computed,
-            "checks": [asdict(c) for c in a.checks], "notes": a.notes, "tables": _jsonable(a.tables)}
+            "checks": [asdict(c) for c in a.checks], "notes": a.notes, "tables": jsonable(a.tables)}
     write_json_atomic(root / "reproduction.json", data)
     return write_page(root, data, figures)
 
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    return x

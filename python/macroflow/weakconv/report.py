@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from macroflow.reproductions import Check, tally
-from macroflow.results import code_version, write_json_atomic
+from macroflow.results import code_version, jsonable, write_json_atomic
 from macroflow.weakconv import markov as mk
 from macroflow.weakconv import runs as R
 
@@ -1036,18 +1036,7 @@ def reproduce_weak_convergence(out: Optional[Union[str, pathlib.Path]] = None, q
     a.tables["numeric"] = mk.table1_numeric_row()
     data = {"name": "weak-convergence", "title": TITLE, "source": SOURCE, "description": DESCRIPTION, "plan": plan_name,
             "plan_detail": asdict(plan), "version": code_version(), "run_s": run_s, "computed_runs": len(runs) - stored_before,
-            "checks": [asdict(c) for c in a.checks], "notes": a.notes, "tables": _jsonable(a.tables)}
+            "checks": [asdict(c) for c in a.checks], "notes": a.notes, "tables": jsonable(a.tables)}
     write_json_atomic(root / "reproduction.json", data)
     return write_page(root, data, figures)
 
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, np.integer)):
-        x = x.item()
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    return x
