@@ -1211,7 +1211,7 @@ def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dic
 # Reports to the simulator's tables.
 
 _SCHEMAS: Optional[Dict[str, pa.Schema]] = None
-#: Columns the kernel does not report (TCP_INFO has no count of timeouts or recoveries, and bursts
+#: Columns the kernel does not report (TCP_INFO has no count of drops, timeouts or recoveries, and bursts
 #: at an instant are not observable): null in this engine's tables.
 NULL_COLUMNS = {"flows": ("lost_pkts", "timeouts", "max_burst_pkts", "burst_hist", "fast_recoveries"), "links": ("max_queue_pkts",)}
 

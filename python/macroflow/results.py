@@ -401,13 +401,13 @@ def current_runs(store: Union[str, pathlib.Path]) -> Tuple[List[Dict[str, Any]],
 
 def jsonable(x: Any) -> Any:
     """`x` with every dict key a string, tuples as lists, numpy scalars as Python numbers and NaN
-    as None: what ``reproduction.json`` files hold (JSON has no NaN)."""
+    and infinities as None: what ``reproduction.json`` files hold (JSON has neither)."""
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [jsonable(v) for v in x]
-    if hasattr(x, "item") and callable(x.item) and not isinstance(x, (str, bytes)):
+    if getattr(x, "shape", None) == () and hasattr(x, "item"):
         x = x.item()  # a numpy scalar
-    if isinstance(x, float) and math.isnan(x):
+    if isinstance(x, float) and not math.isfinite(x):
         return None
     return x

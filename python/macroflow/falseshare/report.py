@@ -93,6 +93,9 @@ def summarize_run(manifest: Mapping[str, Any], keep_series: bool = False) -> Dic
         # resends segments that were not lost, and small shared windows time out more often).
         out[f"loss_{i}"] = f["lost_pkts"] / f["data_pkts_sent"] if f["data_pkts_sent"] else float("nan")
         out[f"timeouts_{i}"] = f["timeouts"]
+        out[f"lost_{i}"] = f["lost_pkts"]
+    # The most lossy link: the bottleneck the test flows' loss rates are compared with.
+    out["link_loss"] = max((l["loss_ratio"] for l in t["links"].to_pylist()), default=float("nan"))
     # The pair (0, 1) in either order: a pair is (older, younger) by their starts.
     ev = [e for e in t["detections"].to_pylist() if {e["flow_a"], e["flow_b"]} == {0, 1}]
     out["events"] = [(e["test"], e["t_s"] - e["start_s"], e["decision"]) for e in ev]
@@ -172,6 +175,8 @@ def penalty(a: Analysis, panel: str, rs: Sequence[Mapping[str, Any]], xs: Sequen
                "loss_slow_none": _mean([r[f"loss_{slow}"] for r in none]), "loss_slow_shared": _mean([r[f"loss_{slow}"] for r in shared]),
                "loss_fast_none": _mean([r[f"loss_{fast}"] for r in none]), "loss_fast_shared": _mean([r[f"loss_{fast}"] for r in shared]),
                "timeouts_shared": _mean([r["timeouts_0"] + r["timeouts_1"] for r in shared]),
+               "link_loss_none": _mean([r["link_loss"] for r in none]), "link_loss_shared": _mean([r["link_loss"] for r in shared]),
+               "lost_slow_range": (min(r[f"lost_{slow}"] for r in none + shared), max(r[f"lost_{slow}"] for r in none + shared)),
                # How far apart the two paths' delays are, shared: what the out-of-order test needs.
                "rtt_gap_ms": _mean([abs(r["rtt_0"] - r["rtt_1"]) * 1e3 for r in shared if r["rtt_0"] and r["rtt_1"]]),
                "seeds": len(shared)}
@@ -184,13 +189,19 @@ def penalty(a: Analysis, panel: str, rs: Sequence[Mapping[str, Any]], xs: Sequen
 
 
 DIFFSERV_BPS = R.DIFFSERV_RATE_BPS
-LOSS_UP_NOTE = (
-    "Not explained; what we know: the bottleneck links' own loss ratios fell with sharing (e.g. Fig. 1(d) ratio 7: "
-    "0.83 % to 0.77 %, Fig. 1(b) ratio 1: 0.75 % to 0.72 %), while the test flow's drops over its sent packets rose; a "
-    "test flow loses more than the link's average packet in both arms (its packets come in window-sized bursts), and "
-    "each run's slower flow loses only 60-150 packets. At ratio 1 the two flows are alike and 'slower' is whichever "
-    "was slower alone. A candidate cause, not tested: the coupler resizes each window by whole shares at the "
-    "aggregate's halvings, which makes the smaller flow's sending burstier.")
+def _loss_up_note(panel: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """Why the slower flow's loss rate rose where it did: the facts we have (not an explanation)."""
+    facts = "; ".join(
+        f'{"alpha" if panel == "a" else "ratio"} {r["x"]:g}: most lossy link {_pct(r["link_loss_none"])} alone, '
+        f'{_pct(r["link_loss_shared"])} shared; the slower flow lost {r["lost_slow_range"][0]}-{r["lost_slow_range"][1]} '
+        f'packets per run' for r in rows)
+    like = " Where the ratio is 1 the flows are alike and 'slower' is whichever was slower alone." if any(
+        r["x"] == 1 for r in rows) and panel != "a" else ""
+    return ("Not explained. " + facts + ". A test flow loses more than the link's average packet in both arms (its "
+            "packets come in window-sized bursts)." + like + " A candidate cause, not tested: the coupler resizes each "
+            "window by whole shares at the aggregate's halvings, which makes the smaller flow's sending burstier.")
+
+
 WHY_OOO_DIFFSERV = (
     "The out-of-order test needs the two classes' packets to arrive more than 3 sequence numbers out of order on 10 "
     "occasions within 10 s: the AF and BE queues' delays must differ by more than the pair's packet spacing, often. Our "
@@ -215,7 +226,7 @@ def _penalty_checks(a: Analysis, panel: str, rows: Sequence[Mapping[str, Any]]) 
                     "the shared window's one halving per loss event of either flow lets the slower flow's share exceed its rate alone"))
     a.check(f"{label}: the slower flow's loss rate not raised by sharing (Fig. 2(b))", "loss(shared) <= loss(alone), within 20 %",
             "; ".join(f'{r["x"]:g}: {100 * r["loss_slow_shared"]:.2f} % vs {100 * r["loss_slow_none"]:.2f} %' for r in rows), not loss_up,
-            "" if not loss_up else LOSS_UP_NOTE)
+            "" if not loss_up else _loss_up_note(panel, loss_up))
     # Eq. 1 (panels a-c; d: equal windows, not equal rates).
     pts = [r for r in rows if not math.isnan(r["eq1"])]
     tail = []
@@ -229,9 +240,10 @@ def _penalty_checks(a: Analysis, panel: str, rows: Sequence[Mapping[str, Any]]) 
                     "of the lower-bandwidth flow\" there, not as the model predicts",
                     "; ".join(f'{r["x"]:g}: {_mbps(r["shared_mean"])} vs Eq. 1 {_mbps(r["eq1"])}, slower alone {_mbps(r["none_slow"])}'
                               for r in tail), False,
-                    "As the seed's: above the model, and at alpha 0.9 above the slower flow's rate alone. Ours times out "
+                    "As the seed's: above the model, and near alpha 0.9 above the slower flow's rate alone. Ours times out "
                     "less (SACK recovery), so the reason is not the seed's; the model's square-root law holds poorly at the "
-                    "BE class's loss rates there (3-4 %).", info=True)
+                    "BE test flow's loss rates there (" + ", ".join(_pct(r["loss_slow_none"]) for r in tail) + ").",
+                    info=True)
     if not pts:
         a.check(f"{label}: shared rate against Eq. 1", "Eq. 1 from the uncoupled runs", "no point with both flows' rates and RTTs",
                 False, "every uncoupled run of this topology lacks a flow's goodput or mean RTT: nothing to compare")
@@ -304,7 +316,9 @@ def detection(rs: Sequence[Mapping[str, Any]], panel: str, x: float) -> Dict[str
     return out
 
 
-def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str, Mapping[str, Any]]]]) -> None:
+def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str, Mapping[str, Any]]]],
+                      fig5_end: Tuple[float, float] = (float("nan"), float("nan"))) -> None:
+    """`fig5_end`: the identical-paths run's last (auto, cross) delay correlations, for a note."""
     def acc(panel: str, test: str) -> float:
         return _mean([d[test]["accuracy"] for d in det.get(panel, {}).values()])
 
@@ -338,7 +352,8 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
                 "" if 3.0 <= ooo <= 15.0 else "Ten occasions 500 ms apart take 4.5 s at the least (coupling::falseshare "
                 "docs); where the classes' queueing delays are close (the RTT gap column of Fig. 2's table), reordering "
                 "by more than 3 packets happens only now and then and the 10 occasions take longer. On the other "
-                "topologies, whose paths differ in delay all the time, it takes 6-10 s (the table of Figs. 6-8).")
+                "topologies, whose paths differ in delay all the time, it takes " + ", ".join(
+                    f"{_f(tm(p, 'out_of_order'), 1)} s ({p})" for p in "bcd" if p in det) + " (the table of Figs. 6-8).")
     if "b" in det:
         top = max(acc("b", "out_of_order"), acc("b", "delay"))
         ok = top >= 0.5 and all(top >= acc("b", t) for t in ("asymmetric_loss", "symmetric_loss"))
@@ -372,10 +387,11 @@ def _detection_checks(a: Analysis, det: Mapping[str, Mapping[float, Mapping[str,
                     "AF vs BE: no share within ~40 s; BE vs BE: share, slowly (~100 s)",
                     f"no share (DiffServ) in {_f(ns_t, 1)} s; share (identical paths) in {_f(share_t, 1)} s "
                     f"({det['d'][1]['delay']['reached']} of {det['d'][1]['delay']['runs']} runs)", ok,
-                    "" if ok else "Ours says share on identical paths within a second (Fig. 5, right): the cross-correlation "
-                    "(with the other flow's packet sent just before) is about 0.7 while the auto-correlation (with the same "
-                    "flow's previous packet, often a window's burst earlier) falls towards 0, so the two are far apart from "
-                    "the start; the seed's BE flows' cross-correlation was \"only marginally higher\". And the Fisher "
+                    "" if ok else f"Ours says share on identical paths in {_f(share_t, 1)} s (Fig. 5, right, ends at cross "
+                    f"{_f(fig5_end[1], 2)} and auto {_f(fig5_end[0], 2)}): the cross-correlation is with the other flow's "
+                    "packet sent just before, the auto-correlation with the same flow's previous packet, often a window's "
+                    "burst earlier, so the two are far apart from the start; the seed's BE flows' cross-correlation was "
+                    "\"only marginally higher\". And the Fisher "
                     "intervals treat successive queue samples as independent (coupling::falseshare docs), so they are "
                     "narrower than the data warrant: our no-share time on DiffServ (seconds) is also faster than the "
                     "seed's ~40 s.")
@@ -584,10 +600,10 @@ def _figures(a: Analysis, pen: Mapping[str, List[Dict[str, Any]]], det: Mapping[
     if resp:
         fig, ax = plt.subplots(figsize=(6, 4))
         for x in R.RESPONSE_ALPHAS:
-            curves = [r["curve"] for r in resp if r["x"] == x and r["curve"]]
-            if curves:
-                c = curves[0]
-                ax.plot([p[0] for p in c], [p[1] for p in c], label=f"alpha = {x:g} (seed 1)")
+            first = next((r for r in resp if r["x"] == x and r["curve"]), None)
+            if first:
+                c = first["curve"]
+                ax.plot([p[0] for p in c], [p[1] for p in c], label=f"alpha = {x:g} (seed {first['seed']})")
         ax.axhline(RECOVERY_FRACTION, color="k", ls=":", lw=1)
         ax.axvline(0, color="k", lw=0.5)
         ax.set(xlabel="time since detection (s)", ylabel="AF rate / its uncoupled rate", title="Fig. 12", ylim=(0, 2))
@@ -624,14 +640,20 @@ def analyse(stored: Mapping[str, List[Dict[str, Any]]]) -> Analysis:
         _penalty_checks(a, p, pen[p])
         det[p] = {x: detection(rs, p, x) for x in xs[p] if _by(rs, x=x, arm="shared")}
     _eq2(a, pen.get("a", []))
-    _detection_checks(a, det)
+    same = next((v for k, v in fig5.items() if k.startswith("identical")), [])
+    last = next((r for r in reversed(same) if r[1] is not None and r[4] is not None), None)
+    _detection_checks(a, det, (last[1], last[4]) if last else (float("nan"), float("nan")))
     hops = _hops(a, summaries.get("fig1d", []), summaries.get("hops", []))
     conf = _confidence(a, summaries.get("confidence", []))
     resp = _response(a, summaries.get("response", []), _by(summaries.get("fig1a", []), arm="none"))
-    errors = [r["measured"] for rs in summaries.values() for r in rs if r["measured"] and (
-        r["measured"]["detector_errors"] or r["measured"]["action_errors"] or r["measured"]["events_dropped"])]
-    a.check("Every measured run's detectors and response without an error", "0 refused calls, 0 events dropped",
-            f"{len(errors)} runs with errors", not errors)
+    measured = [r for rs in summaries.values() for r in rs if r["params"].get("arm") != "none"]
+    missing = [r for r in measured if not r["measured"]]
+    keys = ("detector_errors", "action_errors", "events_dropped", "unreported_pkts", "after_finalized", "beyond_record")
+    totals = {k: sum(r["measured"][k] for r in measured if r["measured"]) for k in keys}
+    a.check("Every measured run's detectors and response without an error",
+            "a measured_groups row per run; 0 refused calls, 0 events dropped, 0 reports the detectors could not use",
+            f"{len(measured) - len(missing)} of {len(measured)} runs with a row; " + ", ".join(f"{k} {v}" for k, v in totals.items()),
+            bool(measured) and not missing and not any(totals.values()))
     a.tables = {"penalty": pen, "detection": {p: {str(x): v for x, v in d.items()} for p, d in det.items()},
                 "hops": hops, "confidence": conf, "response": [{k: v for k, v in r.items() if k != "curve"} for r in resp]}
     _figures(a, pen, det, conf, resp, fig5, hops)

@@ -17,9 +17,9 @@
 //!   with new numbers.
 //! - **Arrivals** at the connection's destination with their one-way delay (sec. 4.1.2: receive
 //!   time minus the source timestamp; the simulator's clocks agree, which the tests do not need).
-//! - **Losses** as the receiver infers them: a dropped segment is reported when the next segment
-//!   of the same connection arrives (the gap in its sequence numbers; a path does not reorder one
-//!   connection's packets here), at that arrival's time. Reporting at the drop itself would hand
+//! - **Losses** as the receiver infers them: a dropped segment is reported when a segment the
+//!   same connection sent after it arrives (the gap in its sequence numbers; a path does not
+//!   reorder one connection's packets here), at that arrival's time. Reporting at the drop itself would hand
 //!   the detector a number ahead of every earlier packet still queued, which can exceed its
 //!   reorder window.
 //!
@@ -32,7 +32,7 @@
 //! leaves. The response acts on one test's answer ([`MeasuredConfig::test`]; the seed's
 //! response experiment uses the out-of-order test, sec. 5.2): whenever that answer changes to
 //! share or no share the policy is given the verdict, and the actions it returns wait in
-//! [`MeasuredCoupler::take_actions`] for the engine to apply with the connection's current window
+//! [`MeasuredCoupler::pending_actions`] for the engine to apply with the connection's current window
 //! (a connection in fast recovery is moved once it has left it, `coupling::response` item 7).
 //! With `respond` off the detectors only watch: the connections stay in the shared group (the
 //! seed's detection experiments, sec. 4.2).
@@ -214,6 +214,9 @@ struct Pair {
 #[derive(Debug)]
 struct Probe {
     flow: FlowId,
+    /// The connection's own send order among its observed segments (what its TCP sequence
+    /// numbers tell a receiver).
+    nth: u64,
     sent: Instant,
     /// (pair id, sequence number).
     seqs: Vec<(u64, u64)>,
@@ -242,6 +245,8 @@ pub struct MeasuredCoupler {
     members: Vec<FlowId>,
     /// RFC 8382's per-flow statistics of each member, and the grouping with its hysteresis.
     sbd_flows: Vec<(FlowId, FlowStats)>,
+    /// Each member's segments sent so far (numbers their probes).
+    sent_by: Vec<(FlowId, u64)>,
     sbd: SbdGrouper,
     /// When SBD groups next: every base interval T from the group's first member.
     next_sbd: Option<Instant>,
@@ -267,6 +272,7 @@ impl MeasuredCoupler {
             events: Vec::new(),
             members: Vec::new(),
             sbd_flows: Vec::new(),
+            sent_by: Vec::new(),
             sbd: SbdGrouper::new(config.sbd)?,
             next_sbd: None,
             counters: MeasuredCounters::default(),
@@ -448,6 +454,16 @@ impl MeasuredCoupler {
             })
             .collect();
         self.counters.sent += 1;
+        let nth = match self.sent_by.iter_mut().find(|(m, _)| *m == f) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                self.sent_by.push((f, 0));
+                0
+            }
+        };
         // Stored even without a pair: SBD and the counters see every member's segments.
         let i = slot as usize;
         if i >= self.probes.len() {
@@ -455,6 +471,7 @@ impl MeasuredCoupler {
         }
         self.probes[i] = Some(Probe {
             flow: f,
+            nth,
             sent: now,
             seqs,
         });
@@ -468,15 +485,20 @@ impl MeasuredCoupler {
         };
         if !arrived {
             self.counters.dropped += 1;
-            self.lost.push((probe.flow, probe));
+            // A member's drop waits for a later segment of it; a departed flow's is only counted.
+            if self.members.contains(&probe.flow) {
+                self.lost.push((probe.flow, probe));
+            }
             return;
         }
         self.counters.arrived += 1;
-        let flow = probe.flow;
-        if self.lost.iter().any(|(f, _)| *f == flow) {
+        let (flow, nth) = (probe.flow, probe.nth);
+        // The receiver sees the gap when a segment sent after the lost one arrives: only drops
+        // of segments sent before this one are inferred now.
+        if self.lost.iter().any(|(f, p)| *f == flow && p.nth < nth) {
             let mut i = 0;
             while i < self.lost.len() {
-                if self.lost[i].0 == flow {
+                if self.lost[i].0 == flow && self.lost[i].1.nth < nth {
                     let (_, p) = self.lost.remove(i);
                     self.report(p, false, now);
                 } else {
@@ -650,6 +672,7 @@ impl MeasuredCoupler {
         }
         self.pairs.retain(|(_, p)| p.a != flow && p.b != flow);
         self.lost.retain(|(f, _)| *f != flow);
+        self.sent_by.retain(|(f, _)| *f != flow);
         self.sbd_flows.retain(|(f, _)| *f != flow);
         self.sbd.forget(flow);
         self.actions.retain(|(a, _)| a.flow() != flow);
