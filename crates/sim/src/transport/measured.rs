@@ -454,15 +454,17 @@ impl MeasuredCoupler {
             })
             .collect();
         self.counters.sent += 1;
+        // A departed flow's late resends are only counted: nothing is inferred from them.
         let nth = match self.sent_by.iter_mut().find(|(m, _)| *m == f) {
             Some((_, n)) => {
                 *n += 1;
                 *n
             }
-            None => {
+            None if self.members.contains(&f) => {
                 self.sent_by.push((f, 0));
                 0
             }
+            None => 0,
         };
         // Stored even without a pair: SBD and the counters see every member's segments.
         let i = slot as usize;
@@ -478,7 +480,7 @@ impl MeasuredCoupler {
     }
 
     /// The segment in `slot` reached its destination (`arrived`) or was dropped, at `now`. A drop
-    /// is reported when the connection's next segment arrives (see the module docs).
+    /// is reported when a segment its connection sent later arrives (see the module docs).
     pub fn on_fate(&mut self, slot: u32, arrived: bool, now: Instant) {
         let Some(probe) = self.probes.get_mut(slot as usize).and_then(Option::take) else {
             return;
