@@ -228,6 +228,11 @@ impl<G> FlowGroups<G> {
         self.groups.keys().copied()
     }
 
+    /// The groups in ascending id order.
+    pub fn groups(&self) -> impl Iterator<Item = (GroupId, &G)> + '_ {
+        self.groups.iter().map(|(k, v)| (*k, v))
+    }
+
     pub fn groups_mut(&mut self) -> impl Iterator<Item = (GroupId, &mut G)> + '_ {
         self.groups.iter_mut().map(|(k, v)| (*k, v))
     }

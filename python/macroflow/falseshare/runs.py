@@ -11,6 +11,7 @@ reused, a killed reproduction resumes, ``--ray`` runs it on a cluster.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -56,7 +57,9 @@ class Plan:
     duration_s: float
 
 
+@functools.lru_cache(maxsize=None)
 def _base(panel: str) -> Dict[str, Any]:
+    """The panel's shipped file, parsed once (every run deep-copies it before changing it)."""
     return parse_toml((SHIPPED / FILES[panel]).read_text(), FILES[panel])
 
 

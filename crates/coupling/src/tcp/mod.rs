@@ -424,6 +424,11 @@ impl TcpGroups {
     pub fn group_ids(&self) -> Vec<GroupId> {
         self.groups.group_ids().collect()
     }
+
+    /// Every group's coupler, in ascending group id order.
+    pub fn couplers(&self) -> impl Iterator<Item = &dyn TcpCoupler> + '_ {
+        self.groups.groups().map(|(_, g)| g.as_ref())
+    }
 }
 
 impl GroupState for Box<dyn TcpCoupler> {

@@ -740,21 +740,11 @@ impl TcpCoupler for MeasuredCoupler {
 
     /// The aggregate over the macroflow's groups.
     fn sum_cwnd(&self) -> f64 {
-        self.groups
-            .group_ids()
-            .into_iter()
-            .filter_map(|g| self.groups.group(g).ok())
-            .map(|c| c.sum_cwnd())
-            .sum()
+        self.groups.couplers().map(|c| c.sum_cwnd()).sum()
     }
 
     fn len(&self) -> usize {
-        self.groups
-            .group_ids()
-            .into_iter()
-            .filter_map(|g| self.groups.group(g).ok())
-            .map(|c| c.len())
-            .sum()
+        self.groups.couplers().map(|c| c.len()).sum()
     }
 
     fn conn(&self, conn: FlowId) -> Result<ConnView, Error> {
@@ -762,13 +752,7 @@ impl TcpCoupler for MeasuredCoupler {
     }
 
     fn conns(&self) -> Vec<ConnView> {
-        let mut all: Vec<ConnView> = self
-            .groups
-            .group_ids()
-            .into_iter()
-            .filter_map(|g| self.groups.group(g).ok())
-            .flat_map(|c| c.conns())
-            .collect();
+        let mut all: Vec<ConnView> = self.groups.couplers().flat_map(|c| c.conns()).collect();
         all.sort_by_key(|v| v.conn);
         all
     }
