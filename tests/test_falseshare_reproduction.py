@@ -38,7 +38,16 @@ def test_the_cut_down_reproduction_runs_analyses_and_writes_its_page(tiny, tmp_p
     assert data["tables"]["detection"]["d"]["1"]["out_of_order"]["accuracy"] == 1.0
     text = page.read_text()
     assert [r["hops"] for r in data["tables"]["hops"]] == [1, 2]
-    for fig in ("Fig. 2", "Fig. 5", "Figs. 6-8", "Figs. 9 and 10", "Fig. 11", "Fig. 12"):
+    # The SBD cases: every case scored for every test, SBD's checks and its error check on the page.
+    rows = data["tables"]["sbd_cases"]
+    assert {(r["case"], r["test"]) for r in rows} == {(c, t) for c in R.SBD_CASES for t in R.TESTS}
+    for case in ("shared", "disjoint", "moving", "uncongested"):
+        assert any(c["name"] == f"SBD case {case}" for c in data["checks"]), case
+    sbd_err = next(c for c in data["checks"] if c["name"] == "The SBD cases' detectors without an error")
+    assert sbd_err["passed"], sbd_err
+    shared = next(r for r in rows if (r["case"], r["test"]) == ("shared", "sbd"))
+    assert shared["late_right"] > 0.5 and shared["wrong"] < 0.1, shared
+    for fig in ("Fig. 2", "Fig. 5", "Figs. 6-8", "Figs. 9 and 10", "Fig. 11", "Fig. 12", "SBD cases", "SBD case moving"):
         assert f"<h2>{fig}" in text, fig
     assert text.count("data:image/png;base64,") >= 6
     # A second call computes nothing: every run is stored.

@@ -95,3 +95,68 @@ def test_the_linux_engine_refuses_a_measured_group():
 
     with pytest.raises(LinuxEngineError, match="'measured' runs in the simulator only"):
         plan(load(FILE))
+
+
+# --- media flows watched (the SBD cases) and UDP cross traffic that stops ---------------------
+
+SBD_CASE4 = ROOT / "python" / "macroflow" / "scenarios" / "sbd_case4_uncongested.toml"
+
+
+def test_media_flows_in_a_measured_group_are_watched():
+    t = run(load(SBD_CASE4))
+    m = t["measured_groups"].to_pylist()
+    assert len(m) == 1 and m[0]["members"] == "media" and m[0]["sent_pkts"] > 10_000, m
+    assert m[0]["detector_errors"] == m[0]["events_dropped"] == m[0]["splits"] == 0
+    # Every detection names the pair (0, 1) of media flows.
+    assert all((d["flow_a"], d["flow_b"]) == (0, 1) for d in t["detections"].to_pylist())
+
+
+def _case4(group_extra="", flows_extra=""):
+    text = SBD_CASE4.read_text().replace('respond = false\n', group_extra)
+    return text + flows_extra
+
+
+def test_media_flows_need_a_group_that_only_watches():
+    with pytest.raises(ScenarioError, match="respond = false"):
+        parse(_case4(), "x.toml")
+    with pytest.raises(ScenarioError, match="respond = false"):
+        parse(_case4("respond = true\n"), "x.toml")
+    tcp = '\n[[flows]]\ntype = "tcp"\nsrc = "s"\ndst = "d1"\ngroup = "watched"\n'
+    with pytest.raises(ScenarioError, match="not both"):
+        parse(_case4("respond = false\n", tcp), "x.toml")
+    # A priority change is for FSE-coupled media flows, not watched ones.
+    change = "\n[[priority_changes]]\nat_s = 5.0\nflow = 0\npriority = 2.0\n"
+    with pytest.raises(ScenarioError, match="priority_changes"):
+        parse(_case4("respond = false\n", change), "x.toml")
+
+
+def test_the_binding_refuses_media_flows_it_cannot_watch():
+    s = Simulation(seed=1)
+    a, b, c = s.add_node("a"), s.add_node("b"), s.add_node("c")
+    s.add_link(a, b, 10e6, 0.01)
+    s.add_link(b, a, 10e6, 0.01)
+    s.add_link(b, c, 10e6, 0.01)
+    s.add_link(c, b, 10e6, 0.01)
+    f = s.add_media_flow(a, c, start_s=1.0)
+    responds = s.add_measured_group(respond=True)
+    with pytest.raises(SimulationError, match="respond"):
+        s.measure_media(f, responds)
+    with pytest.raises(SimulationError, match="measured group"):
+        s.measure_media(f, 7)
+    watches = s.add_measured_group(test="sbd", respond=False)
+    s.measure_media(f, watches)
+    with pytest.raises(SimulationError, match="not in a measured group yet"):
+        s.measure_media(f, watches)
+
+
+def test_a_udp_flow_stops_at_its_end_s():
+    text = SBD_CASE4.read_text() + (
+        '\n[[flows]]\ntype = "udp"\nsrc = "s"\ndst = "d2"\nrate_bps = 1e6\nstart_s = 10.0\nend_s = 30.0\n')
+    u = run(parse(text, "x.toml"))["udp_flows"].to_pylist()[0]
+    assert abs(u["sent_pkts"] - 2500) <= 1, u  # 125 packets a second for 20 s
+    assert abs(u["throughput_bps"] - 1e6) < 1e4, u  # over the 20 s it sent
+    bad = text.replace("end_s = 30.0", "end_s = 10.0")
+    with pytest.raises(ScenarioError, match="end_s"):
+        parse(bad, "x.toml")
+    with pytest.raises(SimulationError, match="end_s"):
+        Simulation(seed=1).add_udp_flow(0, 1, rate_bps=1e6, start_s=2.0, end_s=-1.0)

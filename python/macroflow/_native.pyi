@@ -812,9 +812,11 @@ class Simulation:
         load_bps: float | None = None,
         start_s: float = 0.0,
         dscp: int = 0,
+        end_s: float | None = None,
     ) -> int:
         """A UDP flow: constant bit rate, or the self-similar cross traffic of seed 003 sec. 9.3
-        (11 on/off streams, Pareto on-times with H = 0.8) scaled to ``load_bps``."""
+        (11 on/off streams, Pareto on-times with H = 0.8) scaled to ``load_bps``, sending from
+        ``start_s`` until ``end_s`` (None: the end of the run)."""
     def add_web_workload(
         self,
         pairs: list[tuple[int, int]],
@@ -849,6 +851,10 @@ class Simulation:
     ) -> None:
         """Couples a media flow to an FSE group; its signalling with the FSE is delayed uniformly
         in [delay_min_s, delay_max_s]."""
+    def measure_media(self, flow: int, group: int) -> None:
+        """Observes a media flow that has not started with a measured group's detectors
+        (detection only: the group needs ``respond=False``; a group measures TCP flows or media
+        flows, not both)."""
     def couple_tcp_fse(
         self, flow: int, group: int, priority: float, delay_min_s: float = 0.0, delay_max_s: float = 0.0
     ) -> None:

@@ -891,7 +891,7 @@ class Testbed:
                 if src == n and f.start_s < sc.duration_s:
                     udp.append({"flow": udp_ids, "dst": p.node_addr(dst), "port": UDP_PORT, "start_s": f.start_s,
                                 "kind": f.kind, "rate_bps": f.rate_bps, "load_bps": f.load_bps, "dscp": f.dscp,
-                                "seed": _udp_seed(sc.seed, udp_ids)})
+                                "end_s": f.end_s, "seed": _udp_seed(sc.seed, udp_ids)})
                 udp_ids += 1
         for w, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, WebFlow)):
             src, dst = p.ends[i]
@@ -1327,7 +1327,7 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
     for k, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, UdpFlow)):
         sent = udp_sent.get(k, {"pkts": 0, "bytes": 0})  # absent: started at or after the end
         got = udp_recv.get(k, {"pkts": 0, "bytes": 0})
-        active = dur - f.start_s
+        active = (min(f.end_s, dur) if f.end_s is not None else dur) - f.start_s  # as the simulator
         udp_flows.append({
             "flow": k, "src": p.nodes[p.ends[i][0]], "dst": p.nodes[p.ends[i][1]],
             "sent_pkts": sent["pkts"], "sent_bytes": sent["bytes"], "received_pkts": got["pkts"], "received_bytes": got["bytes"],

@@ -196,9 +196,11 @@ class Group(_Strict):
     Fig. 6.3), or "none":
     a baseline in which the group's flows run uncoupled (their priorities and priority changes
     then have no effect), so one file can be swept over ``groups.0.kind = none,ccc``; or
-    "measured" (TCP flows, simulator only; seed 000): the flows start in one macroflow running
+    "measured" (simulator only; seed 000): TCP flows start in one macroflow running
     ``coupler``, false-sharing detectors watch every pair, and ``test``'s "no share" splits a pair
-    (``respond``), "share" merges it back."""
+    (``respond``), "share" merges it back. Media flows in a measured group (``respond = false``)
+    are observed only: each runs its own controller while the detectors watch (RFC 8382's
+    media-flow cases)."""
 
     name: str = Field(min_length=1)
     kind: str
@@ -315,11 +317,15 @@ class UdpFlow(_Endpoints):
     rate_bps: Optional[float] = Field(default=None, gt=0, le=MAX_RATE_BPS)
     load_bps: Optional[float] = Field(default=None, gt=0, le=MAX_RATE_BPS)
     dscp: int = Field(default=0, ge=0, le=63)
+    #: When it stops sending (default: the end of the run): cross traffic that comes and goes.
+    end_s: Optional[float] = Field(default=None, gt=0, le=MAX_TIME_S)
 
     @model_validator(mode="after")
     def _rate_given(self) -> "UdpFlow":
         if self.kind == "cbr" and self.rate_bps is None:
             raise ValueError("a cbr flow needs rate_bps")
+        if self.end_s is not None and self.end_s <= self.start_s:
+            raise ValueError(f"end_s = {self.end_s} is not after start_s = {self.start_s}: the flow would send nothing")
         return self
 
 
@@ -441,16 +447,24 @@ class Scenario(_Strict):
             if group not in names:
                 raise ValueError(f"flows[{i}].group {group!r} is not one of the groups {sorted(names)}")
             g = names[group]
-            if isinstance(f, MediaFlow) and g.couples and not g.is_fse:
+            if isinstance(f, MediaFlow) and g.kind == "measured":
+                if g.respond is not False:
+                    raise ValueError(
+                        f"flows[{i}] is a media flow in measured group {group!r}, which responds: media flows are "
+                        f"observed only (their detectors run, nothing regroups them); give the group respond = false")
+            elif isinstance(f, MediaFlow) and g.couples and not g.is_fse:
                 raise ValueError(f"flows[{i}] is a media flow but group {group!r} is a TCP coupler")
-            if g.is_fse:
+            if g.is_fse or g.kind == "measured":
                 kinds = {type(o) for o in self.flows if getattr(o, "group", None) == group}
                 if len(kinds) > 1:
+                    kind, what = ("FSE", "an FSE group couples") if g.is_fse else ("measured", "a measured group measures")
                     raise ValueError(
-                        f"flows[{i}]: FSE group {group!r} has both TCP and media flows; an FSE group couples "
+                        f"flows[{i}]: {kind} group {group!r} has both TCP and media flows; {what} "
                         f"TCP flows or media flows, not both")
         for i, c in enumerate(self.priority_changes):
-            if c.flow >= len(self.flows) or not isinstance(self.flows[c.flow], (TcpFlow, MediaFlow)) or self.flows[c.flow].group is None:
+            f = self.flows[c.flow] if c.flow < len(self.flows) else None
+            if (not isinstance(f, (TcpFlow, MediaFlow)) or f.group is None
+                    or (isinstance(f, MediaFlow) and names[f.group].couples and not names[f.group].is_fse)):
                 raise ValueError(f"priority_changes[{i}].flow = {c.flow} is not a coupled TCP flow or a media flow in an FSE group")
         if self.measure_links is not None:
             known = _link_names(topo)
@@ -726,7 +740,8 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dic
                 pauses=list(f.pauses), packet_bytes=f.packet_bytes, start_s=f.start_s,
             )
         elif isinstance(f, UdpFlow):
-            ids[i] = s.add_udp_flow(src, dst, kind=f.kind, rate_bps=f.rate_bps, load_bps=f.load_bps, start_s=f.start_s, dscp=f.dscp)
+            ids[i] = s.add_udp_flow(src, dst, kind=f.kind, rate_bps=f.rate_bps, load_bps=f.load_bps, start_s=f.start_s, dscp=f.dscp,
+                                    end_s=f.end_s)
     for f in sc.flows:
         if isinstance(f, WebFlow):
             # Until the run's end by default; a workload starting after it then has no flows.
@@ -743,6 +758,8 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None) -> Dic
             s.couple_tcp_fse(ids[i], group_ids[g.name], f.priority, delay_min_s=lo, delay_max_s=hi)
         elif isinstance(f, TcpFlow):
             s.couple(ids[i], group_ids[g.name], f.priority)
+        elif g.kind == "measured":
+            s.measure_media(ids[i], group_ids[g.name])
         else:
             s.couple_media(ids[i], group_ids[g.name], f.priority, delay_min_s=lo, delay_max_s=hi)
     for c in sc.priority_changes:

@@ -150,6 +150,9 @@ pub struct UdpFlowConfig {
     /// `add_udp_flow` default; at least 40). Self-similar flows draw their sizes.
     #[serde(default)]
     pub pkt_bytes: Option<u32>,
+    /// Added: when the flow stops sending, seconds from the epoch (absent: the end of the run).
+    #[serde(default)]
+    pub end_s: Option<f64>,
 }
 
 /// A web-like workload (sim::traffic::WebWorkload): flows drawn with `seed`, each a sized TCP

@@ -488,8 +488,9 @@ impl PySimulation {
     }
 
     /// A UDP flow: `kind` "cbr" (rate_bps, pkt_bytes) or "self_similar" (the cross traffic of
-    /// seed 003 sec. 9.3, scaled to `load_bps` if given); returns its id among UDP flows.
-    #[pyo3(signature = (src, dst, kind="cbr", rate_bps=None, pkt_bytes=1000, load_bps=None, start_s=0.0, dscp=0))]
+    /// seed 003 sec. 9.3, scaled to `load_bps` if given), sending from `start_s` until `end_s`
+    /// (none: the end of the run); returns its id among UDP flows.
+    #[pyo3(signature = (src, dst, kind="cbr", rate_bps=None, pkt_bytes=1000, load_bps=None, start_s=0.0, dscp=0, end_s=None))]
     #[allow(clippy::too_many_arguments)]
     fn add_udp_flow(
         &self,
@@ -501,6 +502,7 @@ impl PySimulation {
         load_bps: Option<f64>,
         start_s: f64,
         dscp: u8,
+        end_s: Option<f64>,
     ) -> PyResult<u32> {
         outside_the_engine(|| {
             let source = match kind {
@@ -519,10 +521,15 @@ impl PySimulation {
                 other => return Err(unknown_name("kind", other, ["cbr", "self_similar"])),
             };
             let start = Instant::from_nanos(secs("start_s", start_s)?.as_nanos());
+            let end = match end_s {
+                Some(e) => Some(Instant::from_nanos(secs("end_s", e)?.as_nanos())),
+                None => None,
+            };
             let cfg = UdpFlowConfig {
                 src: NodeId(src),
                 dst: NodeId(dst),
                 start,
+                end,
                 source: SourceConfig::new(source),
                 dscp,
             };
@@ -684,6 +691,13 @@ impl PySimulation {
     ) -> PyResult<()> {
         let c = fse_coupling(group, priority, delay_min_s, delay_max_s)?;
         self.with_sim(|s| s.couple_media(flow, c))
+    }
+
+    /// Observes media flow `flow` (not started yet) with measured group `group`'s detectors:
+    /// detection only, so the group must have `respond=False`; a group measures TCP flows or
+    /// media flows, not both (issue 20: RFC 8382 was evaluated on RTP media flows).
+    fn measure_media(&self, flow: u32, group: usize) -> PyResult<()> {
+        self.with_sim(|s| s.measure_media(flow, group))
     }
 
     /// Couples TCP flow `flow` (not started yet) to FSE group `group` with `priority` (seed 003

@@ -234,6 +234,7 @@ pub const DETECTOR_SAMPLES: &[Col<DetectorSample>] = &[
 /// `measured_groups`: one row per measured group: what its detectors saw and its response did.
 pub const MEASURED_GROUPS: &[Col<MeasuredSummary>] = &[
     Col::Int("group", |m| m.group.into()),
+    Col::Str("members", |m| m.members),
     Col::Int("sent_pkts", |m| m.sent_pkts),
     Col::Int("arrived_pkts", |m| m.arrived_pkts),
     Col::Int("dropped_pkts", |m| m.dropped_pkts),

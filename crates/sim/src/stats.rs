@@ -280,6 +280,8 @@ pub struct DetectionRow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MeasuredSummary {
     pub group: u32,
+    /// The kind of flows it measures: "tcp", "media" (detection only), or "none" (no member).
+    pub members: &'static str,
     pub sent_pkts: u64,
     pub arrived_pkts: u64,
     pub dropped_pkts: u64,

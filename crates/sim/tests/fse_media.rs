@@ -58,6 +58,7 @@ fn fig_5_31_priorities_set_the_goodput_ratio_with_cross_traffic() {
                 src: d.senders[2],
                 dst: d.receivers[2],
                 start: Instant::ZERO,
+                end: None,
                 source: cross,
                 dscp: 0,
             };

@@ -285,6 +285,7 @@ fn jitter_leaves_the_other_random_processes_alone() {
             src: a,
             dst: c,
             start: Instant::ZERO,
+            end: None,
             source: SourceConfig::new(cbr),
             dscp: 0,
         })

@@ -54,6 +54,7 @@ fn fig1d(seed: u64, far_ms: u64) -> (Sim, NodeId, NodeId, NodeId) {
         src: c,
         dst: d1,
         start: Instant::ZERO,
+        end: None,
         source: SourceConfig {
             kind: SourceKind::Cbr(CbrConfig {
                 rate_bps: 2e6,
@@ -312,4 +313,134 @@ fn a_flow_alone_is_still_observed_and_its_losses_are_inferred() {
     assert!(c.sent > 10_000 && c.dropped > 0, "{c:?}");
     assert!(c.sent - c.arrived - c.dropped < 300, "{c:?}");
     assert!(sim.results().flows[0].retransmits > 0);
+}
+
+/// A NADA media flow from `src` to `dst` starting at `start_ms`; its id among media flows.
+fn media(sim: &mut Sim, src: NodeId, dst: NodeId, start_ms: u64) -> u32 {
+    let (snd, rcv) = sim::transport::controllers::build("nada", 1200, "media").unwrap();
+    sim.add_media_flow(
+        sim::engine::MediaFlowConfig {
+            src,
+            dst,
+            start: Instant::from_millis(start_ms),
+            packet_bytes: 1200,
+            source: sim::media::MediaSource::Greedy,
+            pauses: Vec::new(),
+            dscp: 0,
+        },
+        snd,
+        rcv,
+    )
+    .unwrap()
+}
+
+fn watching(test: DetectorTest) -> MeasuredConfig {
+    let mut cfg = MeasuredConfig::new(CouplerKind::ccc(false));
+    cfg.respond = false;
+    cfg.test = test;
+    cfg
+}
+
+/// The fraction of [from_s, to_s] (run time) in which `test`'s answer for the pair was `decision`.
+fn time_with(
+    sim: &Sim,
+    g: usize,
+    test: DetectorTest,
+    decision: Decision,
+    from_s: f64,
+    to_s: f64,
+) -> f64 {
+    let mut steps = vec![(0.0, Decision::Inconclusive)];
+    steps.extend(
+        sim.measured_group(g)
+            .unwrap()
+            .events()
+            .iter()
+            .filter(|e| e.test == test)
+            .map(|e| (e.at.as_secs_f64(), e.decision)),
+    );
+    steps.push((f64::INFINITY, Decision::Inconclusive));
+    let total: f64 = steps
+        .windows(2)
+        .filter(|w| w[0].1 == decision)
+        .map(|w| (w[1].0.min(to_s) - w[0].0.max(from_s)).max(0.0))
+        .sum();
+    total / (to_s - from_s)
+}
+
+#[test]
+fn media_flows_are_observed_behind_a_shared_bottleneck() {
+    // Fig. 1(d)'s shared bottleneck (equal last hops) with two long TCP flows congesting it
+    // and two NADA flows to D1 and D2 watched: SBD groups them, the delay test says share.
+    let (mut sim, s, d1, d2) = fig1d(1, 2);
+    for (i, d) in [d1, d2].into_iter().enumerate() {
+        let mut f = TcpFlowConfig::bulk(s, d);
+        f.start = Instant::from_millis(50 * i as u64);
+        sim.add_tcp_flow(f).unwrap();
+    }
+    let g = sim.add_measured_group(watching(DetectorTest::Sbd)).unwrap();
+    let (a, b) = (media(&mut sim, s, d1, 500), media(&mut sim, s, d2, 700));
+    sim.measure_media(a, g).unwrap();
+    sim.measure_media(b, g).unwrap();
+    sim.run_until(Instant::from_secs(60));
+    let m = sim.measured_group(g).unwrap();
+    let c = m.counters();
+    eprintln!("{c:?}");
+    assert!(c.sent > 2_000 && c.arrived > 2_000, "{c:?}");
+    assert_eq!(c.detector_errors, 0, "{c:?}");
+    assert_eq!((c.splits, c.merges), (0, 0), "detection only");
+    // The pair (0, 1) is the two media flows (media numbering): the events name them.
+    assert!(m.events().iter().all(|e| (e.flow_a, e.flow_b) == (0, 1)));
+    let sbd = first(&sim, g, DetectorTest::Sbd, Decision::Share).expect("SBD groups them");
+    assert!(sbd >= 21.0, "not before SBD's warm-up: {sbd}");
+    assert!(first(&sim, g, DetectorTest::Delay, Decision::Share).is_some());
+    // SBD may flip for an interval (its grouping is redone every 350 ms), but after its
+    // warm-up it says share most of the time.
+    let share = time_with(&sim, g, DetectorTest::Sbd, Decision::Share, 25.0, 60.0);
+    assert!(share > 0.5, "SBD share for {share:.2} of 25-60 s");
+    let r = sim.results();
+    let row = r
+        .measured_groups
+        .iter()
+        .find(|s| s.group == g as u32)
+        .unwrap();
+    assert_eq!(row.members, "media");
+}
+
+#[test]
+fn a_media_flow_in_a_measured_group_is_refused_where_it_cannot_be_watched() {
+    let (mut sim, s, d1, d2) = fig1d(1, 2);
+    let responds = sim
+        .add_measured_group(MeasuredConfig::new(CouplerKind::ccc(false)))
+        .unwrap();
+    let watches = sim.add_measured_group(watching(DetectorTest::Sbd)).unwrap();
+    let tcp_group = sim.add_measured_group(watching(DetectorTest::Sbd)).unwrap();
+    let t = sim.add_tcp_flow(TcpFlowConfig::bulk(s, d1)).unwrap();
+    sim.couple(t, tcp_group, 1.0).unwrap();
+    let a = media(&mut sim, s, d1, 500);
+    let b = media(&mut sim, s, d2, 500);
+    let err = |r: Result<(), sim::SimError>| r.unwrap_err().to_string();
+    // A group that responds regroups TCP windows: media flows may only be watched.
+    assert!(err(sim.measure_media(a, responds)).contains("respond"));
+    // Not a measured group; not a media flow.
+    assert!(err(sim.measure_media(a, 99)).contains("measured group"));
+    assert!(err(sim.measure_media(99, watches)).contains("99"));
+    // One kind per group, either way round.
+    assert!(err(sim.measure_media(a, tcp_group)).contains("one kind"));
+    sim.measure_media(a, watches).unwrap();
+    let t2 = sim.add_tcp_flow(TcpFlowConfig::bulk(s, d2)).unwrap();
+    assert!(sim
+        .couple(t2, watches, 1.0)
+        .unwrap_err()
+        .to_string()
+        .contains("one kind"));
+    // Once per flow.
+    assert!(err(sim.measure_media(a, watches)).contains("not in a measured group yet"));
+    sim.measure_media(b, watches).unwrap();
+    // Started flows cannot join.
+    let late = media(&mut sim, s, d2, 1_000);
+    sim.run_until(Instant::from_secs(2));
+    assert!(err(sim.measure_media(late, watches)).contains("not started"));
+    let m = sim.measured_group(watches).unwrap();
+    assert_eq!(m.detectors().count(), 1, "only a and b were opened");
 }

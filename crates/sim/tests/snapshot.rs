@@ -59,6 +59,7 @@ fn run() -> String {
         src: d.senders[4],
         dst: d.receivers[4],
         start: Instant::ZERO,
+        end: None,
         source: SourceConfig::new(SourceKind::SelfSimilar(SelfSimilarConfig {
             load_bps: Some(1e6),
             ..SelfSimilarConfig::default()

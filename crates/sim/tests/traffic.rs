@@ -24,6 +24,7 @@ fn cbr_below_capacity_arrives_whole() {
         src: d.senders[0],
         dst: d.receivers[0],
         start: Instant::ZERO,
+        end: None,
         source: src,
         dscp: 0,
     };
@@ -48,6 +49,7 @@ fn self_similar_cross_traffic_takes_its_load_and_tcp_the_rest() {
         src: d.senders[1],
         dst: d.receivers[1],
         start: Instant::ZERO,
+        end: None,
         source: src,
         dscp: 0,
     };
@@ -245,4 +247,37 @@ fn sampling_turned_on_mid_run_samples_a_flow_that_just_finished() {
         (1_000_000_000, 0, 10_000)
     );
     assert!(s.cwnd_pkts >= 2.0 && s.srtt_s > 0.0);
+}
+
+#[test]
+fn a_udp_flow_stops_at_its_end() {
+    // 1 Mbit/s of 1000-byte packets (125 a second) from 2 s to 6 s: 500 packets, then none.
+    let (mut sim, d) = setup(1);
+    let cbr = |rate_bps| {
+        SourceConfig::new(SourceKind::Cbr(CbrConfig {
+            rate_bps,
+            pkt_bytes: 1000,
+        }))
+    };
+    let mut cfg = UdpFlowConfig {
+        src: d.senders[0],
+        dst: d.receivers[0],
+        start: Instant::from_secs(2),
+        end: Some(Instant::from_secs(6)),
+        source: cbr(1e6),
+        dscp: 0,
+    };
+    sim.add_udp_flow(cfg.clone()).unwrap();
+    sim.run_until(Instant::from_secs(20));
+    let u = &sim.results().udp_flows[0];
+    assert!((499..=501).contains(&u.sent_pkts), "{u:?}");
+    assert_eq!(u.received_pkts, u.sent_pkts);
+    // Over the 4 s it sent, not the run's 18.
+    assert!((u.throughput_bps - 1e6).abs() < 0.01e6, "{u:?}");
+    // An end at or before the start is refused, and adds nothing.
+    let (mut sim, _) = setup(1);
+    cfg.end = Some(Instant::from_secs(2));
+    let e = sim.add_udp_flow(cfg).unwrap_err().to_string();
+    assert!(e.contains("end"), "{e}");
+    assert!(sim.results().udp_flows.is_empty());
 }

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from macroflow.falseshare import model
 from macroflow.falseshare import runs as R
+from macroflow.falseshare import sbdcases
 from macroflow.reproductions import Check, tally
 from macroflow.results import code_version, jsonable, list_runs, load_results, write_json_atomic
 
@@ -621,7 +622,10 @@ def analyse(stored: Mapping[str, List[Dict[str, Any]]]) -> Analysis:
     det: Dict[str, Dict[float, Any]] = {}
     fig5: Dict[str, Any] = {}
     summaries: Dict[str, List[Dict[str, Any]]] = {}
+    sbd_runs = [sbdcases.summarize(m) for m in stored.get("sbd_cases", [])]
     for part, manifests in stored.items():
+        if part == "sbd_cases":
+            continue
         keep = part == "response"
         summaries[part] = []
         for m in manifests:
@@ -646,6 +650,8 @@ def analyse(stored: Mapping[str, List[Dict[str, Any]]]) -> Analysis:
     hops = _hops(a, summaries.get("fig1d", []), summaries.get("hops", []))
     conf = _confidence(a, summaries.get("confidence", []))
     resp = _response(a, summaries.get("response", []), _by(summaries.get("fig1a", []), arm="none"))
+    sbd_rows = sbdcases.table(sbd_runs)
+    sbdcases.checks(a, sbd_rows, sbd_runs)
     measured = [r for rs in summaries.values() for r in rs if r["params"].get("arm") != "none"]
     missing = [r for r in measured if not r["measured"]]
     keys = ("detector_errors", "action_errors", "events_dropped", "unreported_pkts", "after_finalized", "beyond_record")
@@ -655,8 +661,10 @@ def analyse(stored: Mapping[str, List[Dict[str, Any]]]) -> Analysis:
             f"{len(measured) - len(missing)} of {len(measured)} runs with a row; " + ", ".join(f"{k} {v}" for k, v in totals.items()),
             bool(measured) and not missing and not any(totals.values()))
     a.tables = {"penalty": pen, "detection": {p: {str(x): v for x, v in d.items()} for p, d in det.items()},
-                "hops": hops, "confidence": conf, "response": [{k: v for k, v in r.items() if k != "curve"} for r in resp]}
+                "hops": hops, "confidence": conf, "response": [{k: v for k, v in r.items() if k != "curve"} for r in resp],
+                "sbd_cases": sbd_rows}
     _figures(a, pen, det, conf, resp, fig5, hops)
+    sbdcases.figures(a, sbd_rows, sbd_runs)
     return a
 
 
@@ -703,6 +711,11 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
                                [[f'{r["ratio"]:g}', r["hops"], f'{r["ooo_accuracy"]:.0%}', _f(r["ooo_time_s"], 1), _mbps(r["none_fast"]),
                                  _mbps(r["none_slow"]), _f(r["none_ratio"], 2), _mbps(r["shared_fast"]), _mbps(r["shared_slow"])]
                                 for r in t["hops"]]))
+        if fid == "SBD cases" and t.get("sbd_cases"):
+            body.append("<p>The cases (<code>scenarios/sbd_case*.toml</code>) are built from RFC 8382's aims in RFC 8867's "
+                        "form, since the RMCAT SBD test cases' text is not available offline; each file states its truth. "
+                        + _esc(sbdcases.__doc__.split("\n\n", 1)[1].replace("\n", " ")) + "</p>")
+            body.append(_table(*sbdcases.page_table(t["sbd_cases"])))
         if fid == "Fig. 12":
             body.append(_table(["alpha", "seed", "detected at (s)", "recovered after (s)", "uncoupled AF rate"],
                                [[f'{r["x"]:g}', r["seed"], _f(r["detect_s"], 1), _f(r["recover_s"], 1),
@@ -711,7 +724,7 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
     body.append(_table(["check", "expected", "ours", "", "note"],
                        [[c["name"], c["expected"], c["ours"], "INFO" if c.get("info") else ("PASS" if c["passed"] else "FAIL"), c["note"]]
                         for c in data["checks"]]))
-    body.append(f'<p class="muted">Not reproduced here: Fig. 3 (short flows), Fig. 4 (loss and delay traces), and the RMCAT SBD test cases (their text is not available offline). Runs took '
+    body.append(f'<p class="muted">Not reproduced here: Fig. 3 (short flows) and Fig. 4 (loss and delay traces). Runs took '
                 f'{data["run_s"]:.0f} s of wall time ({data["computed_runs"]} computed, the rest stored).</p>')
     page = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>{_esc(TITLE)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(body)

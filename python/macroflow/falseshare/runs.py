@@ -2,7 +2,9 @@
 the shipped scenario files (``scenarios/falseshare_fig1*.toml``), each point once uncoupled and
 once as a measured group that only watches (``respond = false``: the flows stay in one macroflow,
 so the run is the seed's "shared" case and its detectors' answers are the detection experiment at
-once), plus the confidence sweep of Fig. 11 and the response runs of Fig. 12.
+once), plus the confidence sweep of Fig. 11, the response runs of Fig. 12, and the four
+shared-bottleneck detection cases (``scenarios/sbd_case*.toml``: RMCAT media flows, each case
+with its truth per phase) on which SBD is scored against the seed's tests.
 
 Every part is a sweep (:func:`macroflow.sweeps.sweep`) into ``ROOT/<part>/``: stored runs are
 reused, a killed reproduction resumes, ``--ray`` runs it on a cluster.
@@ -51,6 +53,18 @@ BASE_HOP_S = 0.015
 DIFFSERV_RATE_BPS = 100e6
 
 
+#: The shared-bottleneck detection cases (issue 20: "SBD ... on the RMCAT SBD test cases"): file,
+#: and the truth for every pair of its media flows in each phase (start, end or None: the run's
+#: end; a pair's first phase starts when its younger flow does). "inconclusive": nothing to
+#: detect (no bottleneck), so a definite answer is unsupported.
+SBD_CASES: Dict[str, Tuple[str, Tuple[Tuple[float, Any, str], ...]]] = {
+    "shared": ("sbd_case1_shared.toml", ((0.0, None, "share"),)),
+    "disjoint": ("sbd_case2_disjoint.toml", ((0.0, None, "no_share"),)),
+    "moving": ("sbd_case3_moving.toml", ((0.0, 60.0, "no_share"), (60.0, None, "share"))),
+    "uncongested": ("sbd_case4_uncongested.toml", ((0.0, None, "inconclusive"),)),
+}
+
+
 @dataclass(frozen=True)
 class Plan:
     seeds: int
@@ -61,6 +75,14 @@ class Plan:
 def _base(panel: str) -> Dict[str, Any]:
     """The panel's shipped file, parsed once (every run deep-copies it before changing it)."""
     return parse_toml((SHIPPED / FILES[panel]).read_text(), FILES[panel])
+
+
+def sbd_case(case: str, seed: int) -> Dict[str, Any]:
+    """One run of an SBD case: its shipped file at `seed` (its own duration: the phases are fixed)."""
+    sc = parse_toml((SHIPPED / SBD_CASES[case][0]).read_text(), SBD_CASES[case][0])
+    sc["seed"] = seed
+    sc["name"] = f"{sc['name']}-s{seed}"
+    return sc
 
 
 def _measured(respond: bool, confidence: float = 0.9) -> Dict[str, Any]:
@@ -153,6 +175,13 @@ def parts(plan: Plan) -> List[Tuple[str, str, List[Job], Dict[str, List[Any]]]]:
     jobs = [job("a", x, "respond", s) for x in RESPONSE_ALPHAS for s in seeds]
     out.append(("response", "Fig. 12: the measured group splits on the out-of-order test's no share (Fig. 1(a))", jobs,
                 {"x": list(RESPONSE_ALPHAS)}))
+    jobs = []
+    for case in SBD_CASES:
+        for s in seeds:
+            sc = sbd_case(case, s)
+            jobs.append(Job({"case": case}, validate(sc, sc["name"])))
+    out.append(("sbd_cases", "SBD and the seed's tests on the four shared-bottleneck detection cases (media flows)", jobs,
+                {"case": list(SBD_CASES)}))
     return out
 
 

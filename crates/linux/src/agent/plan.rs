@@ -307,6 +307,23 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
         let name = format!("udp[{i}]");
         let dst = ipv4(&format!("{name}.dst"), &u.dst, u.port)?;
         let start_ns = secs_ns(&format!("{name}.start_s"), u.start_s)?;
+        let end_ns = match u.end_s {
+            Some(e) => {
+                let e = secs_ns(&format!("{name}.end_s"), e)?;
+                if e <= start_ns {
+                    return Err(err(
+                        format!("{name}.end_s"),
+                        format!(
+                            "{} s: not after its start_s, {} s",
+                            e as f64 / 1e9,
+                            u.start_s
+                        ),
+                    ));
+                }
+                Some(cfg.epoch_ns + e)
+            }
+            None => None,
+        };
         dscp(&format!("{name}.dscp"), u.dscp)?;
         let kind = match u.kind.as_str() {
             "cbr" => {
@@ -348,6 +365,7 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
             name,
             dst,
             start_ns: cfg.epoch_ns + start_ns,
+            end_ns,
             source,
             rng,
         });
@@ -492,6 +510,9 @@ mod tests {
         let mut t = tcp(0, 1.0, "reno");
         t["dscp"] = 64.into();
         assert!(build_err(serde_json::json!({"tcp": [t]})).contains("tcp[0].dscp"));
+        let mut u = udp("cbr", 1);
+        u["end_s"] = 0.5.into(); // udp() starts at 0.5 s
+        assert!(build_err(serde_json::json!({"udp": [u]})).starts_with("agent: udp[0].end_s: "));
         let mut u = udp("cbr", 1);
         u["pkt_bytes"] = 39.into();
         assert!(build_err(serde_json::json!({"udp": [u]})).contains("udp[0].pkt_bytes"));

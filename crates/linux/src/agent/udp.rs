@@ -60,6 +60,8 @@ pub(crate) struct UdpJob {
     pub name: String,
     pub dst: SocketAddrV4,
     pub start_ns: u64,
+    /// When it stops sending (the run's end if sooner), ns on the agent's clock.
+    pub end_ns: Option<u64>,
     pub source: Source,
     pub rng: SimRng,
 }
@@ -88,7 +90,7 @@ pub(crate) fn run(mut job: UdpJob, sock: Socket, run: Run) -> UdpSentReport {
     let mut first_error = None;
     while let Some((gap, size)) = job.source.next(&mut job.rng) {
         due = due.saturating_add(gap.as_nanos());
-        if due >= run.end_ns || !run.sleep_until(due) {
+        if due >= run.end_ns || job.end_ns.is_some_and(|e| due >= e) || !run.sleep_until(due) {
             break;
         }
         let ip_bytes = size.max(MIN_IP_BYTES);

@@ -29,9 +29,18 @@ pub(crate) enum NetEvent {
 /// What became of an observed data segment (a measured group's member's), by its packet slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Observation {
-    Sent { slot: u32, flow: u32 },
-    Arrived { slot: u32 },
-    Dropped { slot: u32 },
+    /// `flow` numbers TCP flows, or media flows when `media`.
+    Sent {
+        slot: u32,
+        flow: u32,
+        media: bool,
+    },
+    Arrived {
+        slot: u32,
+    },
+    Dropped {
+        slot: u32,
+    },
 }
 
 #[derive(Debug)]
@@ -54,6 +63,8 @@ pub(crate) struct Fabric {
     jitter_rng: SimRng,
     /// TCP flows whose data segments are observed (measured groups' members), by flow.
     observed: Vec<bool>,
+    /// Media flows whose packets are observed, by media flow.
+    observed_media: Vec<bool>,
     /// Observed segments sent, arrived or dropped since the engine last took them (at this
     /// instant: the engine takes them after every event).
     pub observations: Vec<Observation>,
@@ -71,6 +82,7 @@ impl Fabric {
             tcp_emptied_by_drop: Vec::new(),
             tcp_data_dropped: Vec::new(),
             observed: Vec::new(),
+            observed_media: Vec::new(),
             observations: Vec::new(),
         }
     }
@@ -84,8 +96,22 @@ impl Fabric {
         self.observed[f] = true;
     }
 
+    /// Observes media flow `f`'s media packets from now on.
+    pub fn observe_media(&mut self, f: u32) {
+        let f = f as usize;
+        if f >= self.observed_media.len() {
+            self.observed_media.resize(f + 1, false);
+        }
+        self.observed_media[f] = true;
+    }
+
     fn is_observed(&self, p: &Packet) -> bool {
-        p.kind == PacketKind::TcpData && self.observed.get(p.flow as usize) == Some(&true)
+        let of = match p.kind {
+            PacketKind::TcpData => &self.observed,
+            PacketKind::Media => &self.observed_media,
+            _ => return false,
+        };
+        of.get(p.flow as usize) == Some(&true)
     }
 
     /// Sends every packet in the outbox from its source node, in the order they were written.
@@ -114,6 +140,7 @@ impl Fabric {
                 self.observations.push(Observation::Sent {
                     slot: id.0,
                     flow: p.flow,
+                    media: p.kind == PacketKind::Media,
                 });
             }
             // Flows have distinct endpoints, so nothing is delivered where it is sent.

@@ -165,6 +165,11 @@ impl MediaFlows {
         Ok(())
     }
 
+    /// When media flow `flow` starts (None: no such flow).
+    pub fn start(&self, flow: u32) -> Option<Instant> {
+        self.flows.get(flow as usize).map(|m| m.cfg.start)
+    }
+
     /// Checks that `flow` is a media flow coupled to an FSE group (for a priority change).
     pub fn check_coupled(&self, name: &str, flow: u32) -> Result<(), SimError> {
         let m = self.flows.get(flow as usize).ok_or(SimError::UnknownFlow {

@@ -31,7 +31,7 @@ pub use record::{MAX_SAMPLE_ROWS, MIN_SAMPLE_INTERVAL};
 pub use tcp_flows::TcpFlowConfig;
 pub use udp_flows::UdpFlowConfig;
 
-use self::coupling::{FseMsg, FseSignalling, TcpFseMsg};
+use self::coupling::{FseMsg, FseSignalling, Members, TcpFseMsg};
 use crate::error::SimError;
 use crate::net::{LinkId, Network, NodeId};
 use crate::packet::{Packet, PacketKind};
@@ -106,6 +106,10 @@ pub struct Sim {
     emptied: Vec<u32>,
     /// The measured coupling groups (`transport::measured`), by group index.
     measured: Vec<usize>,
+    /// The kind of flows each measured group measures, set by its first member (by group).
+    measured_members: Vec<(usize, Members)>,
+    /// The measured group each media flow is observed by, by media flow.
+    media_measured: Vec<Option<usize>>,
     /// Scratch for the fabric's observations (kept for its capacity).
     observations: Vec<fabric::Observation>,
 }
@@ -146,6 +150,8 @@ impl Sim {
             rec: Recorder::default(),
             emptied: Vec::new(),
             measured: Vec::new(),
+            measured_members: Vec::new(),
+            media_measured: Vec::new(),
             observations: Vec::new(),
         })
     }
@@ -354,6 +360,80 @@ impl Sim {
         self.tcp_coupling.measured(group)
     }
 
+    /// The kind of flows measured group `group` measures (None: no member yet, or not one).
+    fn measured_kind(&self, group: usize) -> Option<Members> {
+        self.measured_members
+            .iter()
+            .find(|(g, _)| *g == group)
+            .map(|&(_, k)| k)
+    }
+
+    /// Checks that measured group `group` may take a flow of kind `kind` (`name`: the parameter).
+    fn check_measured_kind(&self, name: &str, group: usize, kind: Members) -> Result<(), SimError> {
+        match self.measured_kind(group) {
+            Some(k) if k != kind => Err(SimError::invalid(
+                format!("{name}.group"),
+                group,
+                "a measured group of flows of one kind (TCP flows or media flows, not both)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Observes media flow `flow`, not started yet, with measured group `group`'s detectors
+    /// (issue 20: RFC 8382 was evaluated on RTP media flows). Detection only: the group must
+    /// not respond (`MeasuredConfig::respond` false), since the response regroups TCP
+    /// connections' windows; the flow runs its own controller (or its FSE group's rate, if it is
+    /// coupled to one as well). Its media packets are the observations: send time, arrival or
+    /// drop, in the order it sends them. A group measures flows of one kind.
+    pub fn measure_media(&mut self, flow: u32, group: usize) -> Result<(), SimError> {
+        let name = format!("media_flow[{flow}].measured");
+        let Some(m) = self.tcp_coupling.measured(group) else {
+            return Err(SimError::invalid(
+                format!("{name}.group"),
+                group,
+                "an existing measured group",
+            ));
+        };
+        if m.config().respond {
+            return Err(SimError::invalid(
+                format!("{name}.group"),
+                group,
+                "a measured group that only detects (respond = false): the response regroups \
+                 TCP connections, and media flows are observed only",
+            ));
+        }
+        self.check_measured_kind(&name, group, Members::Media)?;
+        let start = self.media.start(flow).ok_or(SimError::UnknownFlow {
+            name: name.clone(),
+            flow,
+        })?;
+        if start < self.sched.now() {
+            return Err(SimError::invalid(
+                name,
+                flow,
+                "a media flow that has not started (it joins its group when it starts)",
+            ));
+        }
+        let f = flow as usize;
+        if self.media_measured.get(f).copied().flatten().is_some() {
+            return Err(SimError::invalid(
+                name,
+                flow,
+                "a media flow not in a measured group yet (one per flow)",
+            ));
+        }
+        if f >= self.media_measured.len() {
+            self.media_measured.resize(f + 1, None);
+        }
+        self.media_measured[f] = Some(group);
+        if self.measured_kind(group).is_none() {
+            self.measured_members.push((group, Members::Media));
+        }
+        self.fabric.observe_media(flow);
+        Ok(())
+    }
+
     /// Sets a coupling group's burst limit (`TcpCoupler::set_max_burst_pkts`; 0 by default).
     pub fn set_max_burst_pkts(&mut self, group: usize, pkts: f64) -> Result<(), SimError> {
         let name = format!("group[{group}].max_burst_pkts");
@@ -395,8 +475,14 @@ impl Sim {
             }
             check_int_priority(&name, priority)?;
         }
+        if self.tcp_coupling.measured(group).is_some() {
+            self.check_measured_kind(&name, group, Members::Tcp)?;
+        }
         self.tcp.couple(flow, group, priority)?;
         if self.tcp_coupling.measured(group).is_some() {
+            if self.measured_kind(group).is_none() {
+                self.measured_members.push((group, Members::Tcp));
+            }
             self.fabric.observe(flow);
         }
         Ok(())
@@ -497,6 +583,9 @@ impl Sim {
                 self.udp.send(i, &mut cx);
             }
             Event::Media(e) => {
+                if let media_flows::MediaEvent::Start(i) = e {
+                    self.open_measured_media(i);
+                }
                 let mut cx = ctx!(self);
                 self.media.handle(e, &mut cx, &mut self.fse);
             }
@@ -542,6 +631,20 @@ impl Sim {
         }
     }
 
+    /// A media flow observed by a measured group starts: its detectors start with it.
+    fn open_measured_media(&mut self, f: u32) {
+        let now = self.sched.now();
+        if let Some(g) = self.media_measured.get(f as usize).copied().flatten() {
+            if let Some(m) = self.tcp_coupling.measured_mut(g) {
+                // The group does not respond, so the policy's placement is only bookkeeping; a
+                // refusal (none expected) leaves the flow unobserved, counted.
+                if m.open(f, now).is_err() {
+                    m.count_open_error();
+                }
+            }
+        }
+    }
+
     /// Feeds the segments observed during the last event to their measured groups' detectors,
     /// then applies the regroupings the detectors' verdicts brought.
     fn observe(&mut self) {
@@ -556,11 +659,14 @@ impl Sim {
         std::mem::swap(&mut self.observations, &mut self.fabric.observations);
         for i in 0..self.observations.len() {
             match self.observations[i] {
-                fabric::Observation::Sent { slot, flow } => {
-                    if let Some((_, Some(g))) = self.tcp.cc_and_group(flow) {
-                        if let Some(m) = self.tcp_coupling.measured_mut(g) {
-                            m.on_sent(slot, flow, now);
-                        }
+                fabric::Observation::Sent { slot, flow, media } => {
+                    let g = if media {
+                        self.media_measured.get(flow as usize).copied().flatten()
+                    } else {
+                        self.tcp.cc_and_group(flow).and_then(|(_, g)| g)
+                    };
+                    if let Some(m) = g.and_then(|g| self.tcp_coupling.measured_mut(g)) {
+                        m.on_sent(slot, flow, now);
                     }
                 }
                 fabric::Observation::Arrived { slot } | fabric::Observation::Dropped { slot } => {
@@ -722,7 +828,15 @@ impl Sim {
             measured_groups: self
                 .measured
                 .iter()
-                .filter_map(|&g| self.tcp_coupling.measured(g).map(|m| m.summary(g as u32)))
+                .filter_map(|&g| {
+                    let mut s = self.tcp_coupling.measured(g)?.summary(g as u32);
+                    s.members = match self.measured_kind(g) {
+                        Some(Members::Tcp) => "tcp",
+                        Some(Members::Media) => "media",
+                        None => "none",
+                    };
+                    Some(s)
+                })
                 .collect(),
             packets: self.packet_counts(),
             events: self.sched.events_run(),

@@ -18,6 +18,9 @@ pub struct UdpFlowConfig {
     pub src: NodeId,
     pub dst: NodeId,
     pub start: Instant,
+    /// When it stops sending (none: at the end of the run): cross traffic that comes and goes
+    /// moves a bottleneck (the shared-bottleneck detection cases, issue 20).
+    pub end: Option<Instant>,
     pub source: SourceConfig,
     pub dscp: u8,
 }
@@ -51,11 +54,18 @@ impl UdpFlows {
         let name = format!("udp_flow[{i}]");
         check_endpoints(&fabric.net, &name, cfg.src, cfg.dst)?;
         check_dscp(&name, cfg.dscp)?;
+        if let Some(end) = cfg.end.filter(|&e| e <= cfg.start) {
+            return Err(SimError::invalid(
+                format!("{name}.end"),
+                format!("{} s", end.as_secs_f64()),
+                "an end after the flow's start",
+            ));
+        }
         let hash = five_tuple_hash(cfg.src, cfg.dst, 17, 20_000 + (i % 40_000) as u16, 5004);
         fabric.net.path(cfg.src, cfg.dst, hash)?;
         let mut source = cfg.source.build(&format!("{name}.source"), rng)?;
         let first = source.next(rng);
-        let start = cfg.start;
+        let (start, end) = (cfg.start, cfg.end);
         self.flows.push(UdpFlow {
             cfg,
             source,
@@ -66,7 +76,7 @@ impl UdpFlows {
             received_pkts: 0,
             received_bytes: 0,
         });
-        if let Some((gap, size)) = first {
+        if let Some((gap, size)) = first.filter(|(gap, _)| before_end(end, start + *gap)) {
             self.flows[i as usize].next_size = size;
             sched.schedule(start + gap, Event::Udp(i));
         }
@@ -84,9 +94,10 @@ impl UdpFlows {
         u.sent_pkts += 1;
         u.sent_bytes += u.next_size as u64;
         let next = u.source.next(cx.rng);
+        let end = u.cfg.end;
         cx.out.packets.push(p);
         cx.flush();
-        if let Some((gap, size)) = next {
+        if let Some((gap, size)) = next.filter(|(gap, _)| before_end(end, now + *gap)) {
             self.flows[i as usize].next_size = size;
             cx.schedule(now + gap, Event::Udp(i));
         }
@@ -110,13 +121,22 @@ impl UdpFlows {
                 sent_bytes: u.sent_bytes,
                 received_pkts: u.received_pkts,
                 received_bytes: u.received_bytes,
+                // Over the time it sent (to its end, if it stopped before the run's).
                 throughput_bps: if duration_s > 0.0 {
-                    u.received_bytes as f64 * 8.0
-                        / (duration_s - u.cfg.start.as_secs_f64()).max(1e-9)
+                    let until = u
+                        .cfg
+                        .end
+                        .map_or(duration_s, |e| e.as_secs_f64().min(duration_s));
+                    u.received_bytes as f64 * 8.0 / (until - u.cfg.start.as_secs_f64()).max(1e-9)
                 } else {
                     0.0
                 },
             })
             .collect()
     }
+}
+
+/// Whether a packet due at `due` is sent: before the flow's end, if it has one.
+fn before_end(end: Option<Instant>, due: Instant) -> bool {
+    end.is_none_or(|e| due < e)
 }

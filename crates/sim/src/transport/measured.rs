@@ -323,6 +323,8 @@ impl MeasuredCoupler {
         let c = self.counters();
         crate::stats::MeasuredSummary {
             group,
+            members: "none", // the engine knows its members' kind
+
             sent_pkts: c.sent,
             arrived_pkts: c.arrived,
             dropped_pkts: c.dropped,
@@ -624,6 +626,11 @@ impl MeasuredCoupler {
                 Err(_) => self.counters.action_errors += 1,
             }
         }
+    }
+
+    /// Counts a member the engine could not open (a refusal of [`Self::open`]; none expected).
+    pub(crate) fn count_open_error(&mut self) {
+        self.counters.detector_errors += 1;
     }
 
     /// The actions waiting to be applied (the engine applies them with [`Self::apply`]).
