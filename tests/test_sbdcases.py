@@ -30,9 +30,17 @@ def test_score_by_hand():
     # Nothing to detect: any definite answer is wrong.
     s = S.score(st, 0.0, 60.0, "inconclusive")
     assert s["right"] == pytest.approx(30 / 60) and s["wrong"] == pytest.approx(30 / 60)
+    assert s["time_s"] is None  # saying nothing takes no time
     # Never right: no time.
     assert S.score(S.steps([], "sbd"), 0.0, 10.0, "share")["time_s"] is None
     assert math.isnan(S.score(st, 5.0, 5.0, "share")["right"])
+
+
+def test_an_answer_that_held_for_no_time_does_not_count():
+    # A loss test flips twice at one instant: no share at 64.4 s is overridden at once.
+    ev = [("symmetric_loss", 64.4, "no_share"), ("symmetric_loss", 64.4, "inconclusive"), ("symmetric_loss", 80.0, "no_share")]
+    assert S.steps(ev, "symmetric_loss") == [(0.0, "inconclusive"), (64.4, "inconclusive"), (80.0, "no_share")]
+    assert S.score(S.steps(ev, "symmetric_loss"), 40.5, 100.0, "no_share")["time_s"] == pytest.approx(39.5)
 
 
 def test_every_case_file_matches_its_phases():

@@ -883,7 +883,9 @@ class Simulation:
         `coupler`; false-sharing detectors watch every pair (tables `detections`,
         `detector_samples`, `measured_groups`); unless `respond` is false, `test`'s (one of
         asymmetric_loss, symmetric_loss, delay, out_of_order, or sbd: RFC 8382) "no share" splits a pair and "share"
-        merges it back; a detection keeps new flows unshared for `memory_expiry_s`."""
+        merges it back; a detection keeps new flows unshared for `memory_expiry_s`. With
+        `respond=False` it may instead watch media flows (`measure_media`); a group measures
+        one kind of flow, and its tables' flow numbers are then media-flow numbers."""
     def couple(self, flow: int, group: int, priority: float) -> None: ...
     def set_priority_at(self, t_s: float, flow: int, priority: float) -> None:
         """Changes coupled TCP flow `flow`'s priority at `t_s`, in its TCP coupler group or its

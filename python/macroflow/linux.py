@@ -891,7 +891,10 @@ class Testbed:
                 if src == n and f.start_s < sc.duration_s:
                     udp.append({"flow": udp_ids, "dst": p.node_addr(dst), "port": UDP_PORT, "start_s": f.start_s,
                                 "kind": f.kind, "rate_bps": f.rate_bps, "load_bps": f.load_bps, "dscp": f.dscp,
-                                "end_s": f.end_s, "seed": _udp_seed(sc.seed, udp_ids)})
+                                # Past the run's end it changes nothing (the agent refuses times
+                                # beyond its limit, so none is sent).
+                                "end_s": f.end_s if f.end_s is not None and f.end_s < sc.duration_s else None,
+                                "seed": _udp_seed(sc.seed, udp_ids)})
                 udp_ids += 1
         for w, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, WebFlow)):
             src, dst = p.ends[i]

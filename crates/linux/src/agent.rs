@@ -39,7 +39,7 @@
 //!   the FIN), so a completed sized flow of N bytes shows N at the sink and N + 2 acked.
 //!
 //! Fields added to the contract's types (the orchestrator may ignore them):
-//! [`UdpFlowConfig::pkt_bytes`] (optional); in the report, [`Report::ready_s`],
+//! [`UdpFlowConfig::pkt_bytes`] and [`UdpFlowConfig::end_s`] (optional); in the report, [`Report::ready_s`],
 //! [`Report::stopped_by_signal`], [`Report::web_flows_after_end`],
 //! [`Report::sink_udp_short_pkts`], [`Report::sink_udp_socket_drops`], [`Report::sysctls`],
 //! [`Report::qdiscs_at_start`], [`TcpFlowReport::all_written_s`], the [`TcpInfo`] fields after

@@ -202,7 +202,8 @@ pub const MEDIA_SAMPLES: &[Col<MediaSample>] = &[
 ];
 
 /// `detections`: every change of a false-sharing test's answer in a measured group (seed 000
-/// sec. 4.1); a detection time is `t_s - start_s`.
+/// sec. 4.1); a detection time is `t_s - start_s`. `flow_a`/`flow_b` number TCP flows, or media
+/// flows where the group's `measured_groups.members` is "media" (as in `detector_samples`).
 pub const DETECTIONS: &[Col<DetectionRow>] = &[
     Col::Int("group", |r| r.group.into()),
     Col::Float("t_s", |r| r.t_s),

@@ -437,10 +437,12 @@ fn a_media_flow_in_a_measured_group_is_refused_where_it_cannot_be_watched() {
     // Once per flow.
     assert!(err(sim.measure_media(a, watches)).contains("not in a measured group yet"));
     sim.measure_media(b, watches).unwrap();
-    // Started flows cannot join.
+    // Started flows cannot join, even one started at the very instant the run stopped.
     let late = media(&mut sim, s, d2, 1_000);
+    let exact = media(&mut sim, s, d2, 2_000);
     sim.run_until(Instant::from_secs(2));
     assert!(err(sim.measure_media(late, watches)).contains("not started"));
+    assert!(err(sim.measure_media(exact, watches)).contains("not started"));
     let m = sim.measured_group(watches).unwrap();
     assert_eq!(m.detectors().count(), 1, "only a and b were opened");
 }

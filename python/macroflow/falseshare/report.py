@@ -714,7 +714,7 @@ def write_page(root: pathlib.Path, data: Mapping[str, Any], figures: Sequence[Tu
         if fid == "SBD cases" and t.get("sbd_cases"):
             body.append("<p>The cases (<code>scenarios/sbd_case*.toml</code>) are built from RFC 8382's aims in RFC 8867's "
                         "form, since the RMCAT SBD test cases' text is not available offline; each file states its truth. "
-                        + _esc(sbdcases.__doc__.split("\n\n", 1)[1].replace("\n", " ")) + "</p>")
+                        + _esc(sbdcases.SCORING) + "</p>")
             body.append(_table(*sbdcases.page_table(t["sbd_cases"])))
         if fid == "Fig. 12":
             body.append(_table(["alpha", "seed", "detected at (s)", "recovered after (s)", "uncoupled AF rate"],

@@ -21,6 +21,13 @@ import itertools
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from macroflow.falseshare import runs as R
+
+#: How the page explains the scores (the module docs say the same).
+SCORING = ("A test's answer is a step function of time, inconclusive until its first event. Per phase of each pair: "
+           "right is the fraction of the phase the answer is the truth; wrong the fraction it is the opposite answer "
+           "(any definite answer where there is nothing to detect); right in the 2nd half is right over the phase's "
+           "second half, after SBD's warm-up; time to right runs from the phase's start (a pair's first phase starts "
+           "with its younger flow) to the first moment the answer is the truth, pairs never reaching it left out.")
 from macroflow.results import load_results
 
 #: The answers in plot order (y axis of the time line).
@@ -28,12 +35,14 @@ LEVELS = {"no_share": -1, "inconclusive": 0, "share": 1}
 OPPOSITE = {"share": "no_share", "no_share": "share"}
 
 
-def case_flows(case: str) -> Tuple[float, List[float]]:
-    """(run length, each watched media flow's start) of a case's shipped file, in media-flow
-    numbering (the order of the file's media flows)."""
+def case_flows(case: str) -> Tuple[float, Dict[int, float]]:
+    """(run length, each watched media flow's start by its media-flow number) of a case's shipped
+    file: the simulator numbers every media flow in file order; the watched are those in the
+    file's measured group."""
     sc = R.sbd_case(case, 1)
-    starts = [float(f.get("start_s", 0.0)) for f in sc["flows"] if f["type"] == "media" and f.get("group") == "watched"]
-    return float(sc["duration_s"]), starts
+    measured = {g["name"] for g in sc.get("groups", []) if g.get("kind") == "measured"}
+    media = [f for f in sc["flows"] if f["type"] == "media"]
+    return float(sc["duration_s"]), {i: float(f.get("start_s", 0.0)) for i, f in enumerate(media) if f.get("group") in measured}
 
 
 def summarize(manifest: Mapping[str, Any]) -> Dict[str, Any]:
@@ -42,22 +51,28 @@ def summarize(manifest: Mapping[str, Any]) -> Dict[str, Any]:
     duration_s, starts = case_flows(case)
     t = load_results(manifest["path"])
     events: Dict[Tuple[int, int], List[Tuple[str, float, str]]] = {
-        (a, b): [] for a, b in itertools.combinations(range(len(starts)), 2)}
+        (a, b): [] for a, b in itertools.combinations(sorted(starts), 2)}
     for e in t["detections"].to_pylist():
         key = (min(e["flow_a"], e["flow_b"]), max(e["flow_a"], e["flow_b"]))
         events.setdefault(key, []).append((e["test"], e["t_s"], e["decision"]))
     m = t["measured_groups"].to_pylist()
     return {"params": manifest["params"], "seed": manifest["seed"], "duration_s": duration_s,
             "pairs": [{"pair": k, "start_s": max(starts[k[0]], starts[k[1]]), "events": sorted(v, key=lambda x: x[1])}
-                      for k, v in sorted(events.items())],
+                      for k, v in sorted(events.items()) if k[0] in starts and k[1] in starts],
             "measured": m[0] if m else None}
 
 
 def steps(events: Sequence[Tuple[str, float, str]], test: str) -> List[Tuple[float, str]]:
-    """The test's answer as (time it took effect, answer), from inconclusive at time 0."""
+    """The test's answer as (time it took effect, answer), from inconclusive at time 0. Changes at
+    one instant (a loss test can flip twice as one arrival reports an inferred loss and then
+    itself) keep the last: an answer that held for no time never counts."""
     out = [(0.0, "inconclusive")]
     for name, at, d in events:
-        if name == test:
+        if name != test:
+            continue
+        if at == out[-1][0]:
+            out[-1] = (at, d)
+        else:
             out.append((at, d))
     return out
 
@@ -80,9 +95,10 @@ def score(steps_: Sequence[Tuple[float, str]], start: float, end: float, truth: 
     at_start = [d for t0, d in steps_ if t0 <= start][-1]
     first = start if at_start == truth else next((t0 for t0, d in steps_ if start < t0 < end and d == truth), None)
     mid = (start + end) / 2
+    # Where there is nothing to detect, saying nothing takes no time: no time to right.
     return {"right": frac(start, end, lambda d: d == truth), "wrong": frac(start, end, is_wrong),
             "late_right": frac(mid, end, lambda d: d == truth),
-            "time_s": None if first is None else first - start}
+            "time_s": None if first is None or truth == "inconclusive" else first - start}
 
 
 def _mean(xs: Sequence[float]) -> float:

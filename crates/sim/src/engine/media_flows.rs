@@ -50,6 +50,8 @@ pub struct FseCoupling {
 #[derive(Debug)]
 struct MediaFlow {
     cfg: MediaFlowConfig,
+    /// Its Start event ran (a flow may join a measured group only before).
+    started: bool,
     snd: Box<dyn RateSender>,
     rcv: Box<dyn RateReceiver>,
     source: MediaState,
@@ -113,6 +115,7 @@ impl MediaFlows {
         sched.schedule(cfg.start, Event::Media(MediaEvent::Start(i)));
         self.flows.push(MediaFlow {
             cfg,
+            started: false,
             snd,
             rcv,
             source,
@@ -165,9 +168,9 @@ impl MediaFlows {
         Ok(())
     }
 
-    /// When media flow `flow` starts (None: no such flow).
-    pub fn start(&self, flow: u32) -> Option<Instant> {
-        self.flows.get(flow as usize).map(|m| m.cfg.start)
+    /// Whether media flow `flow` has started (its Start event ran; None: no such flow).
+    pub fn started(&self, flow: u32) -> Option<bool> {
+        self.flows.get(flow as usize).map(|m| m.started)
     }
 
     /// Checks that `flow` is a media flow coupled to an FSE group (for a priority change).
@@ -190,6 +193,7 @@ impl MediaFlows {
         let now = cx.now;
         match ev {
             MediaEvent::Start(i) => {
+                self.flows[i as usize].started = true;
                 self.fse_sync(i, cx, fse);
                 self.pace(i, cx);
             }

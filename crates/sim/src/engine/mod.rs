@@ -404,11 +404,12 @@ impl Sim {
             ));
         }
         self.check_measured_kind(&name, group, Members::Media)?;
-        let start = self.media.start(flow).ok_or(SimError::UnknownFlow {
+        let started = self.media.started(flow).ok_or(SimError::UnknownFlow {
             name: name.clone(),
             flow,
         })?;
-        if start < self.sched.now() {
+        // Its Start event, not its start time: a run to exactly its start has run the event.
+        if started {
             return Err(SimError::invalid(
                 name,
                 flow,

@@ -36,6 +36,11 @@
 //! (a connection in fast recovery is moved once it has left it, `coupling::response` item 7).
 //! With `respond` off the detectors only watch: the connections stay in the shared group (the
 //! seed's detection experiments, sec. 4.2).
+//!
+//! **Media flows** can be watched too (`Sim::measure_media`, a group with `respond` off and no
+//! TCP member): the same detectors are fed their media packets (sending order, one-way delay,
+//! drops inferred the same way); flow ids are then media-flow numbers, and the macroflow's
+//! `TcpGroups` stays empty. RFC 8382 was evaluated on RTP media flows.
 
 use coupling::falseshare::{
     Decision, FalseSharingConfig, FalseSharingDetector, LossReport, Packet,
@@ -324,7 +329,6 @@ impl MeasuredCoupler {
         crate::stats::MeasuredSummary {
             group,
             members: "none", // the engine knows its members' kind
-
             sent_pkts: c.sent,
             arrived_pkts: c.arrived,
             dropped_pkts: c.dropped,
