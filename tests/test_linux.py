@@ -56,7 +56,14 @@ def _dumbbell(pairs: int = 2, duration: float = 20.0, extra: str = "", flows: st
 # Bad input: refused before anything is created, naming the field and the reason.
 
 BAD = [
-    ("media flow", _dumbbell(1, flows='[[flows]]\ntype = "media"\npair = 0\n'), r"flows\.0: a media flow"),
+    ("a video media source", _dumbbell(1, flows='[[flows]]\ntype = "media"\npair = 0\nsource = "video"\n'),
+     r"flows\.0\.source = 'video'"),
+    ("TCP flows in an FSE group", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "passive"\n[[flows]]\ntype = "tcp"\npair = 0\n'
+                                            'group = "g"\n'), r"flows\.0: TCP flows in FSE group 'g'"),
+    ("an FSE signalling delay", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "passive"\ndelay_max_s = 0.1\n[[flows]]\n'
+                                          'type = "media"\npair = 0\ngroup = "g"\n'), r"flows\.0: an FSE signalling delay"),
+    ("a measured group", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "measured"\n[[flows]]\ntype = "tcp"\npair = 0\n'
+                                     'group = "g"\n'), r"flows\.0: measured groups run in the simulator only"),
     ("simulator-only coupler", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "etcp"\n[[flows]]\ntype = "tcp"\npair = 0\ngroup = "g"\n'),
      r"groups\.0\.kind = 'etcp': the kernel couples connections with ctrlTCP \(macroflow_ccc"),
     ("coupled cubic", _dumbbell(1, flows='[[groups]]\nname = "g"\nkind = "ccc"\n[[flows]]\ntype = "tcp"\npair = 0\ngroup = "g"\ncc = "cubic"\n'),
@@ -404,6 +411,35 @@ def test_two_reno_flows_fill_the_dumbbell_and_leave_nothing_behind() -> None:
     sim = tables(Simulation().results())
     for name, table in t.items():
         assert table.schema.names == sim[name].schema.names, name
+    assert _ours() == []
+
+
+@needs_netns
+def test_media_flows_coupled_by_macroflowd_follow_their_priorities() -> None:
+    """Seed 003 Fig. 6.6(a) cut to 24 s: three NADA flows over real UDP, coupled by the passive
+    FSE of macroflowd (issue 21); at 12 s the priorities of flows 2 and 3 fall to 0.66 and 0.33,
+    and their rates follow: 1.5 : 1 : 0.5 Mbit/s of the 3 Mbit/s (NADA's RMAX caps flow 1)."""
+    text = (pathlib.Path(__file__).parent.parent / "scenarios" / "thesis_6_6_priorities.toml").read_text()
+    text = text.replace("duration_s = 100.0", "duration_s = 24.0").replace("at_s = 50.0", "at_s = 12.0")
+    t = linux.run(parse(text))
+    flows = t["media_flows"].to_pylist()
+    assert [f["controller"] for f in flows] == ["nada"] * 3
+    assert all(f["received_bytes"] > 0.5e6 and f["mean_owd_s"] > 0.05 for f in flows), flows
+    s = [r for r in t["media_samples"].to_pylist() if r["t_s"] >= 18.0]
+    mean = [sum(r["rate_bps"] for r in s if r["flow"] == k) / sum(1 for r in s if r["flow"] == k) for k in range(3)]
+    assert abs(mean[1] / mean[0] - 0.66) < 0.1 and abs(mean[2] / mean[0] - 0.33) < 0.1, mean
+    at: dict = {}
+    for r in t["media_samples"].to_pylist():
+        if 8.0 <= r["t_s"] < 12.0:
+            at.setdefault(r["t_s"], []).append(r["rate_bps"])
+    assert at and all(max(v) / min(v) < 1.2 for v in at.values()), "equal shares before the change"
+    meta = json.loads(t["flows"].schema.metadata[b"linux"])
+    assert not any("macroflowd" in w for w in meta["warnings"]), meta["warnings"]
+    from macroflow.sim import Simulation, tables
+
+    sim = tables(Simulation().results())
+    for name in ("media_flows", "media_samples"):
+        assert t[name].schema.names == sim[name].schema.names, name
     assert _ours() == []
 
 

@@ -15,6 +15,8 @@ Experiments (scenario files, sweeps, reproductions, reports) have a Python API m
 (:class:`FalseSharingDetector`) take float seconds and run on captures in :mod:`macroflow.detect`
 (``macroflow detect``). The flow-level model of fairness-enforcing
 networks is :class:`FlowModel` (``crates/flowsim``; topologies and traffic in :mod:`macroflow.flowsim`).
+The client of ``macroflowd``, the FSE and TCP-CCC as a daemon on a Unix socket, is
+:class:`FseClient` (:mod:`macroflow.fse_client`).
 """
 
 from macroflow._native import (
@@ -36,6 +38,8 @@ from macroflow._native import (
     FlowModelInternalError,
     FlowView,
     Fse,
+    FseClient,
+    FseError,
     FseGroup,
     FseGroupView,
     GroupNotEmptyError,
@@ -82,6 +86,8 @@ __all__ = [
     "FlowModelInternalError",
     "FlowView",
     "Fse",
+    "FseClient",
+    "FseError",
     "FseGroup",
     "FseGroupView",
     "GroupNotEmptyError",

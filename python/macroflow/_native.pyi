@@ -1016,3 +1016,140 @@ class FlowModel:
     def solve(self, demands: list[float], mmf: list[float] | None = None) -> FlowResult:
         """The brick-wall flow for fixed demands (no sender reaction)."""
 
+
+# --- the client of macroflowd (crates/fsed; public module macroflow.fse_client) ------------------
+
+FseGroupSpec = Union[int, str, dict[str, Any]]
+"""A flow group as :class:`FseClient` takes it: an ``int`` (explicit flow group id), a ``str`` (a
+configured label) or ``{"src", "dst", "protocol", "src_port", "dst_port", "dscp"}`` (addresses as
+IPv4 or IPv6 strings or ``ipaddress`` objects; ``dscp`` optional, 0)."""
+WindowState = Literal["slow_start", "congestion_avoidance", "fast_recovery", "SS", "CA", "FR"]
+
+class FseError(CouplingError):
+    """macroflowd refused a request and changed nothing."""
+
+    field: str
+    """What it refused, e.g. ``"register_rate.priority"``, ``"update_rate.flow"``."""
+    message: str
+    """Why."""
+
+class FseFlowInfo(TypedDict):
+    flow: int
+    group: int
+    priority: float
+    """The priority the client asked for."""
+    effective_priority: float
+    """The priority the coupler uses (lower if the user's share is limited by the policy)."""
+    rate_or_cwnd: float
+    """FSE_R (rate flows, bit/s) or the coupler's window for it (window flows, packets)."""
+    desired_rate_bps: float
+    """DR (rate flows; ``inf``: unlimited); 0 for window flows."""
+
+class FseGroupInfo(TypedDict):
+    group: int
+    coupler: str
+    """"active", "conservative_active", "simple_passive", "passive", or the TCP coupler's name."""
+    flows: list[FseFlowInfo]
+    """This connection's own flows only (others' are counted in ``flow_count``)."""
+    flow_count: int
+    sum_calculated: float
+    """S_CR (rate groups) or the aggregate window (window groups)."""
+    leftover: float
+    """TLO, the passive algorithm's leftover (0 otherwise)."""
+
+class FsePush(TypedDict):
+    flow: int
+    rate_bps: float
+
+class FseRegistered(TypedDict):
+    flow: int
+    group: int
+    rate_bps: float
+
+class FseRegisteredWindow(TypedDict):
+    flow: int
+    group: int
+    cwnd_pkts: float
+    ssthresh_pkts: float
+
+class FseClient:
+    """A connection to ``macroflowd`` on the Unix socket ``path`` (see :mod:`macroflow.fse_client`).
+
+    Blocking, one request at a time; calls from several threads take turns, and the GIL is
+    released while a call waits for the daemon. A daemon refusal raises :class:`FseError` (nothing
+    changed); an argument that cannot be sent (or a request too large for a frame) raises
+    InvalidValueError (a ``ValueError``) naming it before anything is sent; socket errors are ``OSError`` subclasses. A context manager:
+    leaving the ``with`` block closes the connection, and the daemon removes its flows.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike[str]]) -> None:
+        """Connects and says Hello (FileNotFoundError if nothing is at ``path``; ConnectionError
+        if the daemon refuses the connection, e.g. at its ``max_clients``)."""
+    @staticmethod
+    def connect(path: Union[str, os.PathLike[str]]) -> FseClient:
+        """The same as ``FseClient(path)``."""
+    @property
+    def path(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    def peer(self) -> tuple[int, int]:
+        """``(uid, pid)``: who the daemon sees this process as (the kernel's SO_PEERCRED)."""
+    def register_rate(
+        self,
+        group: FseGroupSpec,
+        priority: float,
+        initial_rate_bps: float,
+        algorithm: Optional[FseAlgorithm] = None,
+        timeout_ms: Optional[int] = None,
+    ) -> FseRegistered:
+        """Registers a rate-based flow with its controller's initial rate. ``algorithm``: the
+        group's if this flow creates it (else it must match; None: the configuration's).
+        ``timeout_ms``: soft state, the flow is removed when silent for longer (None: the
+        configuration's default)."""
+    def register_window(
+        self,
+        group: FseGroupSpec,
+        priority: float,
+        cwnd_pkts: float,
+        ssthresh_pkts: float,
+        timeout_ms: Optional[int] = None,
+    ) -> FseRegisteredWindow:
+        """Registers a window-based flow (TCP-CCC or the configured TCP coupler)."""
+    def update_rate(
+        self,
+        flow: int,
+        cc_rate_bps: float,
+        desired_rate_bps: Optional[float] = None,
+        rtt_us: Optional[int] = None,
+    ) -> float:
+        """UPDATE of a rate flow: its controller's rate CC_R, what the application wants (None:
+        unlimited), its RTT in microseconds ("conservative_active" needs it). Returns the rate to
+        use now."""
+    def update_window(
+        self,
+        flow: int,
+        cwnd_pkts: float,
+        ssthresh_pkts: float,
+        state: WindowState,
+        timeout: bool = False,
+        in_flight_pkts: float = 0.0,
+    ) -> Optional[tuple[float, float]]:
+        """UPDATE of a window flow; returns ``(cwnd_pkts, ssthresh_pkts)`` to use, or None to
+        keep its own."""
+    def set_priority(self, flow: int, priority: float) -> None: ...
+    def refresh(self, flow: int) -> None:
+        """Keeps a flow's soft state alive without an update."""
+    def leave(self, flow: int) -> None: ...
+    def subscribe(self, flow: int) -> None:
+        """Pushes of this flow's new rate whenever its group recomputes it (active algorithms)."""
+    def query_flow(self, flow: int) -> FseFlowInfo: ...
+    def query_group(self, group: int) -> FseGroupInfo:
+        """A group this connection has a flow in."""
+    def take_pushes(self) -> list[FsePush]:
+        """The pushes received so far, oldest first."""
+    def wait_push(self, timeout_s: float) -> Optional[FsePush]:
+        """The next push, waiting up to ``timeout_s`` seconds; None if none came."""
+    def close(self) -> None:
+        """Closes the connection (the daemon removes its flows); later calls raise OSError."""
+    def __enter__(self) -> FseClient: ...
+    def __exit__(self, *args: object) -> bool: ...

@@ -79,6 +79,8 @@ MIN_RATE_BPS = 1000.0
 MAX_WEB_FLOWS = 1_000_000
 #: Sinks listen on these ports in every node.
 TCP_PORT, UDP_PORT = 5001, 5002
+#: The sinks' media reflector (issue 21): media flows' reports come back from it.
+MEDIA_PORT = 5003
 #: Ethernet header bytes, which tbf would otherwise count on top of the IP packet.
 ETH_HEADER_BYTES = 14
 #: A frame sent this much after its due time counts as late in the delay line's report.
@@ -154,6 +156,17 @@ class Seat:
 
 
 @dataclass
+class FseSeat:
+    """A media flow's place in an FSE group served by macroflowd: the group's name (its label),
+    algorithm, the flow's priority and its priority changes (at_s, priority)."""
+
+    group: str
+    algorithm: str
+    priority: float
+    changes: List[Tuple[float, float]] = field(default_factory=list)
+
+
+@dataclass
 class Plan:
     """The testbed of a scenario: nodes (simulator names), links in simulator id order, veth
     pairs, next hops, and each flow's ends."""
@@ -173,6 +186,20 @@ class Plan:
     delay: str = "delay line"
     #: Coupled TCP flows (scenario flow index -> seat): they run macroflow_ccc.
     seats: Dict[int, "Seat"] = field(default_factory=dict)
+    #: Media flows in FSE groups (scenario flow index -> seat, its group index the scenario
+    #: group's name): macroflowd serves them (issue 21).
+    fse: Dict[int, "FseSeat"] = field(default_factory=dict)
+
+    def path_delay_s(self, a: int, b: int) -> float:
+        """The propagation delay from node `a` to node `b` along the routes."""
+        by_pair_dir = {(l.duplex, l.src): l for l in self.links}
+        total, n, hops = 0.0, a, 0
+        while n != b and hops <= len(self.nodes):
+            pr = self.pairs[self.next_hop[(n, b)]]
+            total += by_pair_dir[(pr.index, n)].delay_s
+            n = pr.b if n == pr.a else pr.a
+            hops += 1
+        return total
 
     def node_addr(self, n: int) -> str:
         hi, lo = divmod(n + 1, 256)
@@ -285,10 +312,17 @@ def plan(sc: Scenario) -> Plan:
     """The testbed `sc` becomes, or LinuxEngineError naming the first field the engine cannot do.
     Touches nothing on the system (see :func:`check` for what this kernel has)."""
     for i, f in enumerate(sc.flows):
-        if isinstance(f, MediaFlow):
+        if isinstance(f, MediaFlow) and f.source == "video":
             raise LinuxEngineError(
-                f"flows.{i}: a media flow's rate controller runs inside the simulator; the linux engine "
-                f"runs tcp, udp and web flows")
+                f"flows.{i}.source = 'video': the linux engine's media flows send greedy or app_limited "
+                f"sources; the video trace source runs in the simulator only")
+        g = sc.group(getattr(f, "group", None))
+        if g is not None and g.is_fse and not isinstance(f, MediaFlow):
+            raise LinuxEngineError(
+                f"flows.{i}: TCP flows in FSE group {g.name!r} run in the simulator only; on the linux engine "
+                f"macroflowd couples media flows, and the kernel couples TCP flows with ctrlTCP (macroflow_ccc)")
+        if g is not None and g.kind == "measured":
+            raise LinuxEngineError(f"flows.{i}: measured groups run in the simulator only")
     for i, f in enumerate(sc.flows):
         if isinstance(f, TcpFlow) and not f.delayed_ack:
             raise LinuxEngineError(f"flows.{i}.delayed_ack = false: the kernel's receiver delays ACKs as it decides; "
@@ -297,7 +331,7 @@ def plan(sc: Scenario) -> Plan:
         if g.couples and g.max_burst_pkts:
             raise LinuxEngineError(f"groups.{i}.max_burst_pkts = {g.max_burst_pkts:g}: macroflow_ccc's burst limit is set "
                                    f"when it is loaded, for every group (the engine runs it without one)")
-        if g.couples and g.kind not in CCC_KINDS:
+        if g.couples and g.kind not in CCC_KINDS and not g.is_fse:
             raise LinuxEngineError(
                 f"groups.{i}.kind = {g.kind!r}: the kernel couples connections with ctrlTCP (macroflow_ccc, "
                 f"kinds {sorted(CCC_KINDS)}); {g.kind!r} runs in the simulator only")
@@ -372,10 +406,24 @@ def plan(sc: Scenario) -> Plan:
         notes.append("coupled flows run macroflow_ccc (ctrlTCP in the kernel, over the kernel's NewReno): a handover's "
                      "released segments reach a joiner at its next ACK (a BPF congestion control writes only its own "
                      "socket), not at the releasing ACK as in the simulator")
+    fse: Dict[int, FseSeat] = {}
+    for i, f in enumerate(sc.flows):
+        g = sc.group(getattr(f, "group", None))
+        if isinstance(f, MediaFlow) and g is not None and g.is_fse:
+            if g.delay_min_s or g.delay_max_s or f.fse_delay_min_s or f.fse_delay_max_s:
+                raise LinuxEngineError(
+                    f"flows.{i}: an FSE signalling delay is the simulator's; on the linux engine the flow's UPDATE goes "
+                    f"to macroflowd over a Unix socket, whose delay is what it is")
+            fse[i] = FseSeat(g.name, g.kind, f.priority)
+    if fse:
+        notes.append("media flows run the simulator's controllers over real UDP; their receiver half runs at the sender "
+                     "on the receiver's per-packet reports, a reverse-path propagation delay behind (agent::media)")
     for c in sc.priority_changes:
         if c.flow in seats:
             seats[c.flow].changes.append((c.at_s, c.priority))
-    return Plan(nodes, links, pairs, [names[m] for m in measured], hops, ends, kernel_cc, notes, seats=seats)
+        if c.flow in fse:
+            fse[c.flow].changes.append((c.at_s, c.priority))
+    return Plan(nodes, links, pairs, [names[m] for m in measured], hops, ends, kernel_cc, notes, seats=seats, fse=fse)
 
 
 def _path_notes(nodes: List[str], links: List[Link], pairs: List[Pair], hops: Dict[Tuple[int, int], int],
@@ -864,8 +912,33 @@ class Testbed:
             self._start("delayline", self.wire_ns, "delayline", {
                 "wires": wires, "ready_path": str(self.dir / "delayline.ready"),
                 "report_path": str(self.dir / "delayline.report.json"), "late_threshold_ns": LATE_THRESHOLD_NS})
+        if p.fse:
+            self._start("fsed", self.ns[0], "fsed", {
+                "socket": str(self.fse_socket), "mode": 0o600, "config": self.fse_config(),
+                "ready_path": str(self.dir / "fsed.ready")})
         for n in range(len(p.nodes)):
             self._start(f"agent{n}", self.ns[n], "agent", self.agent_config(n, epoch_ns))
+
+    @property
+    def fse_socket(self) -> pathlib.Path:
+        return self.dir / "fse.sock"
+
+    def fse_config(self) -> str:
+        """macroflowd's configuration: each FSE group of the scenario a label with its algorithm."""
+        groups = sorted({(s.group, s.algorithm) for s in self.p.fse.values()})
+        lines = [f"max_clients = {len(self.p.fse) + 16}", "[default_user]", f"max_flows = {len(self.p.fse) + 16}"]
+        for name, alg in groups:
+            lines += ["[[group]]", f"key = {json.dumps('label:' + name)}", f"algorithm = {json.dumps(alg)}"]
+        return "\n".join(lines) + "\n"
+
+    def stop_fsed(self) -> None:
+        proc = self.procs.get("fsed")
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
     def agent_config(self, n: int, epoch_ns: int) -> Dict[str, Any]:
         sc, p = self.sc, self.p
@@ -896,6 +969,22 @@ class Testbed:
                                 "end_s": f.end_s if f.end_s is not None and f.end_s < sc.duration_s else None,
                                 "seed": _udp_seed(sc.seed, udp_ids)})
                 udp_ids += 1
+        media = []
+        for k, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, MediaFlow)):
+            src, dst = p.ends[i]
+            if src != n or f.start_s >= sc.duration_s:
+                continue
+            seat = p.fse.get(i)
+            back = p.path_delay_s(dst, src)
+            media.append({
+                "flow": k, "dst": p.node_addr(dst), "port": MEDIA_PORT, "controller": f.controller,
+                "packet_bytes": f.packet_bytes, "source": f.source, "rate_bps": f.rate_bps,
+                "pauses": [[a, b] for a, b in f.pauses], "start_s": f.start_s, "dscp": 0,
+                "feedback_delay_s": back, "base_rtt_s": p.path_delay_s(src, dst) + back,
+                **({"fse": {"socket": str(self.fse_socket), "group": seat.group, "algorithm": seat.algorithm,
+                            "priority": seat.priority,
+                            "changes": [{"at_s": t, "priority": q} for t, q in seat.changes]}} if seat else {}),
+            })
         for w, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, WebFlow)):
             src, dst = p.ends[i]
             if src == n and f.start_s < sc.duration_s:
@@ -909,7 +998,8 @@ class Testbed:
         return {
             "epoch_ns": epoch_ns, "duration_s": sc.duration_s, "sample_interval_s": sc.sample_interval_s,
             "ready_path": str(self.dir / f"agent{n}.ready"), "report_path": str(self.dir / f"agent{n}.report.json"),
-            "sink": {"tcp_port": TCP_PORT, "udp_port": UDP_PORT}, "tcp": tcp, "udp": udp, "web": web, "qdiscs": qdiscs,
+            "sink": {"tcp_port": TCP_PORT, "udp_port": UDP_PORT, "media_port": MEDIA_PORT}, "tcp": tcp, "udp": udp,
+            "web": web, "media": media, "qdiscs": qdiscs,
             **({"ccc_map_id": self.ccc["map_id"]} if self.ccc is not None and any("ccc" in t for t in tcp) else {}),
         }
 
@@ -926,7 +1016,7 @@ class Testbed:
 
     def wait_agents(self, deadline_ns: int) -> None:
         for name, proc in self.procs.items():
-            if name == "delayline":
+            if name in ("delayline", "fsed"):
                 continue
             left = max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9)
             try:
@@ -1068,6 +1158,7 @@ def run(sc: Scenario, progress: Optional[Callable[[float], None]] = None, workdi
                 time.sleep(min(0.2, max(0.0, (end_ns - now) / 1e9)))
             # Sized flows still open at the end are cut by their agents; give them time to report.
             tb.wait_agents(end_ns + int((10 + 0.5 * procs) * 1e9))
+            tb.stop_fsed()
             dl = tb.stop_delay_line() or tb.netem_report()
             reports = [json.loads((tmp / f"agent{n}.report.json").read_text()) for n in range(len(p.nodes))]
             if progress is not None:
@@ -1182,6 +1273,12 @@ def _warnings(busy: List[float], reports: List[Dict[str, Any]], dl: Optional[Dic
     for r in reports:
         for e in r.get("errors", []):
             out.append(f"agent: {e}")
+        for m in r.get("media", []):
+            if m.get("fse_errors"):
+                out.append(f"media flow {m['flow']}: {m['fse_errors']} calls to macroflowd failed (it ran on its own "
+                           f"controller's rate meanwhile; the first error is in the errors above)")
+            if m.get("bad_reports"):
+                out.append(f"media flow {m['flow']}: {m['bad_reports']} datagrams at its sender were not its reports")
         if r.get("sink_udp_socket_drops"):
             out.append(f"a UDP sink's socket dropped {r['sink_udp_socket_drops']} datagrams (its receive buffer was full)")
         if r.get("stopped_by_signal"):
@@ -1377,14 +1474,45 @@ def _tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]], dl: Optional[D
                              "delay_line": dl if dl and dl.get("method") != "netem" else {},
                              "netem": dl if dl and dl.get("method") == "netem" else {}, "warnings": warnings}, sort_keys=True),
     }
-    rows = {"flows": flows, "udp_flows": udp_flows, "media_flows": [], "links": links}
+    media_flows, media_samples = _media_tables(sc, p, reports, schemas)
+    rows = {"flows": flows, "udp_flows": udp_flows, "media_flows": media_flows, "links": links}
     out = {name: pa.Table.from_pylist(rows[name], schema=schemas[name]) for name in rows}
     out["flow_samples"] = pa.Table.from_pydict(flow_samples, schema=schemas["flow_samples"])
     out["queue_samples"] = pa.Table.from_pydict(queue_samples, schema=schemas["queue_samples"])
-    # Media flows and measured groups run in the simulator only (plan() refuses them).
-    for name in ("media_samples", "detections", "detector_samples", "measured_groups"):
+    out["media_samples"] = pa.Table.from_pydict(media_samples, schema=schemas["media_samples"])
+    # Measured groups run in the simulator only (plan() refuses them).
+    for name in ("detections", "detector_samples", "measured_groups"):
         out[name] = schemas[name].empty_table()
     return {k: v.replace_schema_metadata(meta) for k, v in out.items()}
+
+
+def _media_tables(sc: Scenario, p: Plan, reports: List[Dict[str, Any]],
+                  schemas: Dict[str, pa.Schema]) -> Tuple[List[Dict[str, Any]], Dict[str, list]]:
+    """`media_flows` and `media_samples` as the simulator writes them: goodput over the time
+    from the flow's start to the end, what arrived as its sink's reflector counted it, the mean
+    one-way delay from the reports."""
+    sent = {m["flow"]: m for r in reports for m in r.get("media", [])}
+    got = {m["flow"]: m for r in reports for m in r.get("sink_media", [])}
+    rows: List[Dict[str, Any]] = []
+    samples: Dict[str, list] = {k: [] for k in schemas["media_samples"].names}
+    for k, (i, f) in enumerate((i, f) for i, f in enumerate(sc.flows) if isinstance(f, MediaFlow)):
+        s = sent.get(k, {})
+        g = got.get(k, {})
+        active = sc.duration_s - f.start_s
+        recv_bytes = g.get("bytes", 0)
+        rows.append({
+            "flow": k, "controller": f.controller, "src": p.nodes[p.ends[i][0]], "dst": p.nodes[p.ends[i][1]],
+            "sent_bytes": s.get("sent_bytes", 0), "received_bytes": recv_bytes,
+            "goodput_bps": recv_bytes * 8 / active if active > 0 else 0.0,
+            "mean_owd_s": s["owd_sum_s"] / s["received_pkts"] if s.get("received_pkts") else None,
+        })
+        for (t, rate, cc), rb in zip(s.get("samples", []), s.get("received_series", [])):
+            samples["t_s"].append(t)
+            samples["flow"].append(k)
+            samples["rate_bps"].append(rate)
+            samples["cc_rate_bps"].append(cc)
+            samples["received_bytes"].append(rb)
+    return rows, _sorted_columns(samples, "flow") if samples["t_s"] else samples
 
 
 def _sorted_columns(cols: Dict[str, list], by: str) -> Dict[str, list]:

@@ -22,8 +22,11 @@ pub enum ClientError {
         field: String,
         message: String,
     },
-    /// The daemon sent something this client does not understand.
+    /// The daemon sent something this client does not understand, or an error that was not the
+    /// answer to the request (a connection-level error before it closed).
     Protocol(String),
+    /// The request cannot be sent (it would not fit in a frame): nothing was sent.
+    Argument(String),
 }
 
 impl fmt::Display for ClientError {
@@ -32,6 +35,7 @@ impl fmt::Display for ClientError {
             ClientError::Io(e) => write!(f, "macroflowd: {e}"),
             ClientError::Daemon { field, message } => write!(f, "macroflowd: {field}: {message}"),
             ClientError::Protocol(m) => write!(f, "macroflowd: protocol: {m}"),
+            ClientError::Argument(m) => write!(f, "macroflowd: {m}"),
         }
     }
 }
@@ -102,20 +106,29 @@ impl Client {
     /// Sends one request and waits for its reply; a daemon error becomes [`ClientError::Daemon`].
     pub fn request(&mut self, op: Op) -> Result<ReplyBody> {
         let id = self.next_id;
+        let frame = proto::encode(&Request { id, op });
+        if frame.len() - 4 > proto::MAX_FRAME_BYTES as usize {
+            // The daemon would have to close the connection (a frame it cannot skip).
+            return Err(ClientError::Argument(format!(
+                "a request of {} bytes: at most {} fit in a frame",
+                frame.len() - 4,
+                proto::MAX_FRAME_BYTES
+            )));
+        }
         self.next_id = self.next_id.wrapping_add(1).max(1);
-        self.stream.write_all(&proto::encode(&Request { id, op }))?;
+        self.stream.write_all(&frame)?;
         loop {
             match self.read_msg(None)? {
                 Some(ServerMsg::Push(p)) => self.pushes.push_back(p),
+                Some(ServerMsg::Reply(r)) if r.id != id => {
+                    return Err(ClientError::Protocol(format!(
+                        "reply {} to request {id}: {:?}",
+                        r.id, r.body
+                    )));
+                }
                 Some(ServerMsg::Reply(r)) => {
                     if let ReplyBody::Error { field, message } = r.body {
                         return Err(ClientError::Daemon { field, message });
-                    }
-                    if r.id != id {
-                        return Err(ClientError::Protocol(format!(
-                            "reply {} to request {id}",
-                            r.id
-                        )));
                     }
                     return Ok(r.body);
                 }
@@ -126,23 +139,35 @@ impl Client {
 
     /// One message; None if `timeout` passed first.
     fn read_msg(&mut self, timeout: Option<Duration>) -> Result<Option<ServerMsg>> {
+        // Only the frame's first byte waits under the timeout: once a frame has begun, the rest is
+        // read whole (a timeout inside the length prefix would lose its bytes and misread the
+        // stream from then on).
         self.stream.set_read_timeout(timeout)?;
         let mut prefix = [0u8; 4];
-        match self.stream.read_exact(&mut prefix) {
-            Ok(()) => {}
-            Err(e)
-                if timeout.is_some()
-                    && matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-            {
-                return Ok(None)
+        loop {
+            match self.stream.read(&mut prefix[..1]) {
+                Ok(0) => {
+                    return Err(ClientError::Io(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the daemon closed the connection",
+                    )))
+                }
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if timeout.is_some()
+                        && matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) =>
+                {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(e.into()),
         }
-        // The rest of a frame that has begun arrives without a timeout.
         self.stream.set_read_timeout(None)?;
+        self.stream.read_exact(&mut prefix[1..])?;
         let n = proto::frame_len(prefix).map_err(ClientError::Protocol)?;
         let mut buf = vec![0u8; n];
         self.stream.read_exact(&mut buf)?;

@@ -125,7 +125,8 @@ fn check_timeout(op: &str, config: &Config, ms: Option<u32>) -> Result<Duration,
         return Err(err(
             format!("{op}.timeout_ms"),
             format!(
-                "{ms:?}: expected 1 ms ..= the configured maximum, {} s",
+                "{} ms: expected 1 ms ..= the configured maximum, {} s",
+                ms.unwrap_or_default(),
                 config.max_timeout_s
             ),
         ));

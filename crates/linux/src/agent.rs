@@ -49,6 +49,7 @@
 
 mod ccc;
 mod clock;
+mod media;
 mod plan;
 mod qdisc;
 mod sampler;
@@ -78,6 +79,9 @@ pub struct Config {
     pub udp: Vec<UdpFlowConfig>,
     #[serde(default)]
     pub web: Vec<WebConfig>,
+    /// Added (issue 21): rate-controlled media flows (`agent::media`).
+    #[serde(default)]
+    pub media: Vec<MediaFlowConfig>,
     /// Root qdiscs of this namespace's interfaces: final statistics of each; sampled at every
     /// interval when `sample`.
     #[serde(default)]
@@ -92,6 +96,51 @@ pub struct Config {
 pub struct SinkConfig {
     pub tcp_port: u16,
     pub udp_port: u16,
+    /// Added (issue 21): the media reflector's port (absent: none).
+    #[serde(default)]
+    pub media_port: Option<u16>,
+}
+
+/// A media flow (issue 21): the simulator's controller over real UDP to a sink's media port.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaFlowConfig {
+    pub flow: u32,
+    pub dst: String,
+    pub port: u16,
+    /// nada, gcc, tfrc or rap (`sim::transport::controllers`).
+    pub controller: String,
+    /// IP size of a full packet.
+    pub packet_bytes: u32,
+    /// "greedy" or "app_limited" (at `rate_bps`).
+    pub source: String,
+    pub rate_bps: Option<f64>,
+    /// (start, end) seconds from the epoch in which the application sends nothing.
+    #[serde(default)]
+    pub pauses: Vec<[f64; 2]>,
+    pub start_s: f64,
+    pub dscp: u8,
+    /// The reverse path's propagation delay: the receiver half's clock runs this far behind.
+    pub feedback_delay_s: f64,
+    /// The path's propagation RTT (the conservative FSE's timer when the controller has none).
+    pub base_rtt_s: f64,
+    /// Its seat in an FSE group served by macroflowd.
+    #[serde(default)]
+    pub fse: Option<FseSeatConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FseSeatConfig {
+    /// macroflowd's socket.
+    pub socket: String,
+    /// The group's label (a configured group, RFC 8699 sec. 5.1).
+    pub group: String,
+    /// The group's algorithm: active, conservative_active, simple_passive, passive.
+    pub algorithm: String,
+    pub priority: f64,
+    #[serde(default)]
+    pub changes: Vec<PriorityChangeConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -190,6 +239,9 @@ pub struct Report {
     pub sink_tcp: Vec<SinkConnReport>,
     pub udp: Vec<UdpSentReport>,
     pub sink_udp: Vec<UdpRecvReport>,
+    /// Added (issue 21): media flows sent from here, and what this sink's reflector saw.
+    pub media: Vec<MediaFlowReport>,
+    pub sink_media: Vec<MediaRecvReport>,
     pub qdisc_samples: QdiscSamples,
     /// The qdiscs' counters at the end. The kernel's counters are cumulative since the qdisc was
     /// created: subtract `qdiscs_at_start` (or a qdisc sample) when the qdisc is older than the run.
@@ -330,6 +382,40 @@ pub struct UdpSentReport {
     pub mean_late_s: f64,
     /// Added: packets the source drew smaller than 40 bytes, sent at 40 (the agent's header).
     pub enlarged_pkts: u64,
+}
+
+/// A media flow's sender side (`agent::media`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MediaFlowReport {
+    pub flow: u32,
+    pub sent_pkts: u64,
+    /// IP sizes.
+    pub sent_bytes: u64,
+    /// As the reflector's reports tell it.
+    pub received_pkts: u64,
+    pub received_bytes: u64,
+    pub owd_sum_s: f64,
+    pub send_errors: u64,
+    /// Datagrams at the sender that were not its reports.
+    pub bad_reports: u64,
+    /// UPDATE calls answered by macroflowd, and calls that failed.
+    pub fse_updates: u64,
+    pub fse_errors: u64,
+    pub error: Option<String>,
+    /// (t_s, rate_bps, cc_rate_bps) at every sampling instant.
+    pub samples: Vec<(f64, f64, f64)>,
+    /// Bytes received by each sampling instant (by receive time), one per sample.
+    pub received_series: Vec<u64>,
+}
+
+/// A media flow at the sink's reflector.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MediaRecvReport {
+    pub flow: u32,
+    pub pkts: u64,
+    pub bytes: u64,
+    /// Reports that could not be sent back.
+    pub report_errors: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -480,7 +566,13 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
                     s.udp_port
                 )
             })?;
-            Some((tcp, udp))
+            let media = match s.media_port {
+                None => None,
+                Some(p) => Some(sink::bind_udp(p).map_err(|e| {
+                    format!("agent: sink.media_port: cannot bind 0.0.0.0:{p}: {e}")
+                })?),
+            };
+            Some((tcp, udp, media))
         }
     };
     // UDP senders' sockets too (a refused option is a configuration error, not a run error).
@@ -489,6 +581,13 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         udp_socks.push(
             udp::open(j.cfg.dscp)
                 .map_err(|e| format!("agent: udp[{i}]: cannot open a UDP socket: {e}"))?,
+        );
+    }
+    let mut media_socks = Vec::with_capacity(plan.media.len());
+    for (i, j) in plan.media.iter().enumerate() {
+        media_socks.push(
+            media::open(j.cfg.dscp)
+                .map_err(|e| format!("agent: media[{i}]: cannot open a UDP socket: {e}"))?,
         );
     }
     let mut report = Report {
@@ -512,6 +611,7 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         interval_ns,
         tcp: tcp_jobs,
         udp: udp_jobs,
+        media: media_jobs,
         qdiscs,
         netlink,
         seats,
@@ -531,16 +631,27 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     let n_tcp = tcp_jobs.len();
     let registry: tcp::Registry = Arc::new(Mutex::new(vec![None; n_tcp]));
 
-    let (sink_tcp_h, sink_udp_h) = match sinks {
-        Some((t, u)) => {
-            let (r1, r2) = (r.clone(), r.clone());
+    let (sink_tcp_h, sink_udp_h, sink_media_h) = match sinks {
+        Some((t, u, m)) => {
+            let (r1, r2, r3) = (r.clone(), r.clone(), r.clone());
             (
                 spawn("sink-tcp", &r, move || sink::run_tcp(t, r1)),
                 spawn("sink-udp", &r, move || sink::run_udp(u, r2)),
+                m.and_then(|m| spawn("sink-media", &r, move || media::run_reflector(m, r3))),
             )
         }
-        None => (None, None),
+        None => (None, None, None),
     };
+    let media_flows: Vec<u32> = media_jobs.iter().map(|j| j.cfg.flow).collect();
+    let media_h: Vec<_> = media_jobs
+        .into_iter()
+        .zip(media_socks)
+        .enumerate()
+        .map(|(i, (j, s))| {
+            let r1 = r.clone();
+            spawn(&format!("media-{i}"), &r, move || media::run(j, s, r1))
+        })
+        .collect();
     let udp_flows: Vec<u32> = udp_jobs.iter().map(|j| j.cfg.flow).collect();
     let udp_h: Vec<_> = udp_jobs
         .into_iter()
@@ -590,6 +701,18 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
             }));
     }
     join("ccc-priorities", &r, changes_h);
+    for (i, (h, flow)) in media_h.into_iter().zip(media_flows).enumerate() {
+        report.media.push(
+            join(&format!("media-{i}"), &r, h).unwrap_or(MediaFlowReport {
+                flow,
+                error: Some("not run: its thread failed".into()),
+                ..Default::default()
+            }),
+        );
+    }
+    if let Some(v) = join("sink-media", &r, sink_media_h) {
+        report.sink_media = v;
+    }
     if let Some(v) = join("sink-tcp", &r, sink_tcp_h) {
         report.sink_tcp = v;
     }

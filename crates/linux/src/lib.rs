@@ -9,12 +9,15 @@
 //!   flow, sinks, UDP senders driven by the simulator's own generators, web-like flows, and the
 //!   samplers (TCP_INFO of its senders, qdisc statistics of its interfaces).
 //!
-//! Both read a JSON configuration file and write a JSON result file (formats: the `Config` and
+//! - [`fse`]: `macroflowd`'s server for the FSE groups of the run's media flows (issue 21).
+//!
+//! All read a JSON configuration file and write a JSON result file (formats: the `Config` and
 //! `Report` types of each module). Time is CLOCK_MONOTONIC, which every namespace shares, so the
 //! orchestrator passes one epoch to all of them.
 
 pub mod agent;
 pub mod delayline;
+pub mod fse;
 
 /// `_linux_main(["delayline", CONFIG])` or `_linux_main(["agent", CONFIG])`.
 pub fn main(args: &[String]) -> Result<(), String> {
@@ -25,8 +28,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     match args {
         [cmd, cfg] if cmd == "delayline" => delayline::main(std::path::Path::new(cfg)),
         [cmd, cfg] if cmd == "agent" => agent::main(std::path::Path::new(cfg)),
+        [cmd, cfg] if cmd == "fsed" => fse::main(std::path::Path::new(cfg)),
         _ => Err(format!(
-            "usage: delayline CONFIG.json | agent CONFIG.json (got {args:?})"
+            "usage: delayline CONFIG.json | agent CONFIG.json | fsed CONFIG.json (got {args:?})"
         )),
     }
 }

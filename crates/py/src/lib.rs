@@ -14,6 +14,7 @@ mod de;
 mod detect;
 mod flowmodel;
 mod fse;
+mod fse_client;
 mod linux;
 mod sim;
 mod tables;
@@ -48,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ccc::add(m)?;
     tiu::add(m)?;
     detect::add(m)?;
+    fse_client::add(m)?;
     m.add(
         "FSE_ALGORITHMS",
         PyTuple::new(m.py(), fse::algorithm_names())?,

@@ -320,6 +320,9 @@ register(FigureSet(
             "looking.",
     base="thesis_6_6_priorities.toml", jobs=jobs_6_6, analyse=analyse_6_6, seeds=10,
     environment="ns-2 simulation (NADA); Chromium 47's WebRTC simulator for GCC (seed 003 l. 196-197, 1832-1833)",
+    # Issue 21: the same controllers over real UDP in network namespaces, coupled across processes
+    # by macroflowd (the FSE as a daemon): `macroflow reproduce thesis-fig-6.6 --linux`.
+    on_linux=True,
 ))
 
 
@@ -567,6 +570,8 @@ register(FigureSet(
             "and check 10 seeds (start times over the first second).",
     base="thesis_6_9_pause_resume.toml", jobs=jobs_arms, analyse=analyse_6_9, seeds=10,
     environment="ns-2 simulation (NADA); Chromium 47's WebRTC simulator for GCC (seed 003 l. 196-197, 1832-1833)",
+    # Issue 21: on real UDP, coupled by macroflowd (see Fig. 6.6's set).
+    on_linux=True,
 ))
 
 

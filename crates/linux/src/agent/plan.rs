@@ -42,6 +42,7 @@ pub(crate) struct Plan {
     /// File flows in start order, then web flows in start order: the report's `tcp` order.
     pub tcp: Vec<TcpJob>,
     pub udp: Vec<UdpJob>,
+    pub media: Vec<super::media::MediaJob>,
     pub qdiscs: Vec<QdiscTarget>,
     pub netlink: Option<Netlink>,
     /// The qdiscs' counters when the plan was made (the kernel's are cumulative).
@@ -389,6 +390,7 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
             sample: q.sample,
         });
     }
+    let media = media_jobs(cfg, interval_ns)?;
     let mut qdiscs_at_start = Vec::new();
     let netlink = if qdiscs.is_empty() {
         None
@@ -413,6 +415,7 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
         interval_ns,
         tcp,
         udp,
+        media,
         qdiscs,
         netlink,
         qdiscs_at_start,
@@ -420,6 +423,106 @@ pub(crate) fn build(cfg: &Config) -> Result<Plan, String> {
         seats,
         changes,
     })
+}
+
+/// Media flows (issue 21): every field checked, each controller built, before ready.
+fn media_jobs(cfg: &Config, interval_ns: u64) -> Result<Vec<super::media::MediaJob>, String> {
+    use super::media::{MediaJob, DATA_HEADER_BYTES, IP_UDP_HEADER_BYTES};
+    use fsed::proto::RateAlgorithm;
+    use sim::media::{MediaSource, MediaState};
+    let mut out = Vec::with_capacity(cfg.media.len());
+    for (i, m) in cfg.media.iter().enumerate() {
+        let name = format!("media[{i}]");
+        let dst = ipv4(&format!("{name}.dst"), &m.dst, m.port)?;
+        dscp(&format!("{name}.dscp"), m.dscp)?;
+        let min = IP_UDP_HEADER_BYTES + DATA_HEADER_BYTES as u32;
+        if !(min..=65_507).contains(&m.packet_bytes) {
+            return Err(err(
+                format!("{name}.packet_bytes"),
+                format!(
+                    "{}: expected {min} ..= 65507 (the headers, the agent's 28 bytes)",
+                    m.packet_bytes
+                ),
+            ));
+        }
+        let (snd, rcv) = sim::transport::controllers::build(&m.controller, m.packet_bytes, &name)
+            .map_err(|e| format!("agent: {e}"))?;
+        let source = match (m.source.as_str(), m.rate_bps) {
+            ("greedy", None) => MediaSource::Greedy,
+            ("app_limited", Some(r)) => MediaSource::AppLimited { rate_bps: r },
+            ("app_limited", None) => {
+                return Err(err(
+                    format!("{name}.rate_bps"),
+                    "an app_limited source needs rate_bps",
+                ))
+            }
+            ("greedy", Some(_)) => {
+                return Err(err(
+                    format!("{name}.rate_bps"),
+                    "a greedy source has no rate_bps",
+                ))
+            }
+            (other, _) => {
+                return Err(err(
+                    format!("{name}.source"),
+                    format!("{other:?} is not \"greedy\" or \"app_limited\""),
+                ))
+            }
+        };
+        let start_ns = secs_ns(&format!("{name}.start_s"), m.start_s)?;
+        let mut pauses = Vec::with_capacity(m.pauses.len());
+        for (k, [a, b]) in m.pauses.iter().enumerate() {
+            let f = format!("{name}.pauses[{k}]");
+            let (a, b) = (secs_ns(&f, *a)?, secs_ns(&f, *b)?);
+            pauses.push((Instant::from_nanos(a), Instant::from_nanos(b)));
+        }
+        let state = MediaState::new(source, Instant::from_nanos(start_ns), pauses, &name)
+            .map_err(|e| format!("agent: {e}"))?;
+        let feedback_delay_ns = secs_ns(&format!("{name}.feedback_delay_s"), m.feedback_delay_s)?;
+        let base_rtt_ns = secs_ns(&format!("{name}.base_rtt_s"), m.base_rtt_s)?;
+        let (algorithm, changes) = match &m.fse {
+            None => (None, Vec::new()),
+            Some(s) => {
+                let a = RateAlgorithm::from_name(&s.algorithm).ok_or_else(|| {
+                    err(
+                        format!("{name}.fse.algorithm"),
+                        format!(
+                            "{:?}: expected active, conservative_active, simple_passive or passive",
+                            s.algorithm
+                        ),
+                    )
+                })?;
+                check_priority(&format!("{name}.fse.priority"), s.priority)?;
+                if s.group.is_empty() {
+                    return Err(err(format!("{name}.fse.group"), "an empty label"));
+                }
+                let mut changes = Vec::with_capacity(s.changes.len());
+                for (k, c) in s.changes.iter().enumerate() {
+                    let f = format!("{name}.fse.changes[{k}]");
+                    check_priority(&format!("{f}.priority"), c.priority)?;
+                    changes.push((secs_ns(&format!("{f}.at_s"), c.at_s)?, c.priority));
+                }
+                changes.sort_by_key(|c| c.0);
+                (Some(a), changes)
+            }
+        };
+        out.push(MediaJob {
+            cfg: m.clone(),
+            name,
+            dst,
+            start_ns: cfg.epoch_ns + start_ns,
+            epoch_ns: cfg.epoch_ns,
+            interval_ns,
+            snd,
+            rcv,
+            source: state,
+            feedback_delay_ns,
+            base_rtt: coupling::Duration::from_nanos(base_rtt_ns),
+            algorithm,
+            changes,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
