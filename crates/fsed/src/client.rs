@@ -98,6 +98,18 @@ impl Client {
         }
     }
 
+    /// Whether a message (a push) is waiting to be read, without blocking.
+    pub fn has_pending(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd {
+            fd: self.stream.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no timeout.
+        unsafe { libc::poll(&mut pfd, 1, 0) > 0 && pfd.revents & libc::POLLIN != 0 }
+    }
+
     /// The uid and pid the daemon sees this process as.
     pub fn peer(&self) -> (u32, i32) {
         (self.uid, self.pid)
@@ -340,3 +352,4 @@ impl Client {
 fn unexpected(body: &ReplyBody) -> ClientError {
     ClientError::Protocol(format!("unexpected reply {body:?}"))
 }
+

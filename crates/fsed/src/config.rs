@@ -178,11 +178,19 @@ impl Config {
                 self.default_algorithm
             ));
         }
-        if CouplerKind::from_name(&self.window_coupler).is_none() {
+        // Ack-clocked handover releases segments at every ACK (`TcpCoupler::on_ack`); a client
+        // of the daemon updates once per round trip, so only the couplers without it are served.
+        let servable = |k: &CouplerKind| !matches!(k, CouplerKind::Ccc { handover: true, .. });
+        if !CouplerKind::from_name(&self.window_coupler).is_some_and(|k| servable(&k)) {
             return Err(format!(
-                "config: window_coupler = {:?}: expected one of {}",
+                "config: window_coupler = {:?}: expected one of {} (the handover variants need a call at every ACK)",
                 self.window_coupler,
-                CouplerKind::names().collect::<Vec<_>>().join(", ")
+                CouplerKind::ALL
+                    .iter()
+                    .filter(|k| servable(k))
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         for (name, v) in [
@@ -294,23 +302,41 @@ pub fn group_key(g: &GroupSpec) -> String {
 }
 
 /// Effective priorities under per-user share limits. Inputs: each user's claimed priority sum in
-/// one group and its `max_share`. Returns each user's scale factor (1: unchanged), so that every
-/// limited user's flows together hold at most `max_share` of the group's effective priority.
+/// one group and its `max_share` (1: unlimited). Returns each user's scale factor (1: unchanged).
 ///
-/// Water-filling: users whose claimed share would exceed their limit are capped at exactly the
-/// limit of the total `T`; the others keep their claim. With `C` the capped users,
-/// `T = (sum of uncapped claims) / (1 - sum of caps in C)`, and `C` grows until no uncapped user
-/// exceeds its limit. Where no one else is in the group (or the caps sum to 1 or more) a limit
-/// cannot starve anyone and nothing is scaled.
+/// The effective sums are `E_i = min(c_i, L_i * T)` with `T = sum of E_i` (a user keeps its claim
+/// unless that would give it more than its limit of the total). Such a `T > 0` exists exactly when
+/// the limits sum to more than 1 (an unlimited user counts 1); it is found by water-filling: users
+/// whose claim exceeds their limit of the current total are capped, which lowers the total,
+/// until no uncapped user exceeds its limit (`T = uncapped claims / (1 - capped limits)`).
+/// When the limits sum to 1 or less (every user limited, say two at 40 %), no allocation keeps
+/// every user within its limit; shares then follow the limits (`E_i` proportional to `L_i`), so
+/// no user's claim can take more than its limit's proportion. A user alone is never scaled.
 pub fn share_scales(users: &[(f64, f64)]) -> Vec<f64> {
     let n = users.len();
+    if n <= 1 {
+        return vec![1.0; n];
+    }
+    let claims: f64 = users.iter().map(|u| u.0).sum();
+    let limits: f64 = users.iter().map(|u| u.1).sum();
+    let proportional = || -> Vec<f64> {
+        // E_i = L_i * K, K keeping the magnitudes near the claims.
+        let k = claims / limits;
+        users
+            .iter()
+            .map(|&(c, l)| if c > 0.0 { l * k / c } else { 1.0 })
+            .collect()
+    };
+    if limits <= 1.0 {
+        return proportional();
+    }
     let mut capped = vec![false; n];
     loop {
         let free: f64 = (0..n).filter(|&i| !capped[i]).map(|i| users[i].0).sum();
         let caps: f64 = (0..n).filter(|&i| capped[i]).map(|i| users[i].1).sum();
         if free <= 0.0 || caps >= 1.0 {
-            // Only capped users left (or caps covering everything): no one to protect.
-            return vec![1.0; n];
+            // Not reached when the limits sum to more than 1 (see above); kept as a guard.
+            return proportional();
         }
         let total = free / (1.0 - caps);
         let mut grew = false;
@@ -351,6 +377,19 @@ mod tests {
         assert_eq!(share_scales(&[(0.1, 0.5), (1.0, 1.0)]), vec![1.0, 1.0]);
         // Alone: nothing to protect.
         assert_eq!(share_scales(&[(5.0, 0.1)]), vec![1.0]);
+        // Everyone limited, limits summing to 1 or less (review of issue 21): no allocation keeps
+        // both within 40 %; shares follow the limits, 1000 claimed against 1 gives no more.
+        let s = share_scales(&[(1000.0, 0.4), (1.0, 0.4)]);
+        let (a, b) = (1000.0 * s[0], s[1]);
+        assert!((a / (a + b) - 0.5).abs() < 1e-12, "{s:?}");
+        let s = share_scales(&[(1000.0, 0.1), (1.0, 0.5)]);
+        let (a, b) = (1000.0 * s[0], s[1]);
+        assert!((a / (a + b) - 0.1 / 0.6).abs() < 1e-12, "{s:?}");
+        // Everyone limited but the limits leave room (0.6 + 0.6): the claimer of 1000 is held to
+        // 60 %, the other keeps its claim.
+        let s = share_scales(&[(1000.0, 0.6), (1.0, 0.6)]);
+        let (a, b) = (1000.0 * s[0], s[1]);
+        assert!((a / (a + b) - 0.6).abs() < 1e-12 && s[1] == 1.0, "{s:?}");
         // Two limited users and one free: both capped at their limits of the same total.
         let s = share_scales(&[(100.0, 0.1), (100.0, 0.2), (1.0, 1.0)]);
         let (a, b) = (100.0 * s[0], 100.0 * s[1]);

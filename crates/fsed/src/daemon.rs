@@ -101,6 +101,16 @@ pub struct Daemon {
     next_group: u64,
 }
 
+/// The smallest priority a coupler takes: the integer window mode keeps priorities in units of
+/// 2^-16 (`coupling::tcp::arith`); the others any positive number. Effective priorities scaled
+/// down by the policy are held at it, so a scaled priority is never refused.
+fn priority_floor(c: &Coupler) -> f64 {
+    match c {
+        Coupler::Window(_, CouplerKind::Ccc { int: true, .. }) => 1.0 / 65536.0,
+        _ => f64::MIN_POSITIVE,
+    }
+}
+
 /// An error reply for `op.field`.
 fn err(field: impl Into<String>, message: impl Into<String>) -> ReplyBody {
     ReplyBody::error(field, message)
@@ -196,17 +206,21 @@ impl Daemon {
         for f in c.flows {
             self.remove_flow(f, now, &mut pushes);
         }
+        // Its own remaining flows' new rates have no one to go to.
+        pushes.retain(|(c, _)| *c != client);
         pushes
     }
 
     /// Removes flows silent for longer than their timeouts; returns the rates pushed.
     pub fn expire(&mut self, now: Instant) -> Vec<(ClientId, Push)> {
-        let silent: Vec<u64> = self
+        let mut silent: Vec<u64> = self
             .flows
             .iter()
             .filter(|(_, f)| now.saturating_since(f.last_seen) > f.timeout)
             .map(|(&id, _)| id)
             .collect();
+        // In id order: the same removals in the same order whatever the map's.
+        silent.sort_unstable();
         let mut pushes = Vec::new();
         for id in silent {
             if let Some(c) = self.flows.get(&id).map(|f| f.client) {
@@ -375,15 +389,20 @@ impl Daemon {
                 let op = "set_priority";
                 let gid = self.own(client, op, flow)?;
                 check_priority(priority).map_err(|e| coupling_err(op, e))?;
+                if let Coupler::Window(_, CouplerKind::Ccc { int: true, .. }) =
+                    self.groups[&gid].coupler
+                {
+                    if priority < 1.0 / 65536.0 {
+                        return Err(err(
+                            format!("{op}.priority"),
+                            format!("{priority}: the group's integer coupler takes priorities >= 1/65536"),
+                        ));
+                    }
+                }
                 let f = self.flows.get_mut(&flow).expect("owned");
-                let old = f.claimed;
                 f.claimed = priority;
                 f.last_seen = now;
-                if let Err(e) = self.rebalance(gid, now, pushes) {
-                    // Not expected (the priorities are checked): put the claim back.
-                    self.flows.get_mut(&flow).expect("owned").claimed = old;
-                    return Err(coupling_err(op, e));
-                }
+                self.rebalance(gid, now, pushes);
                 Ok(ReplyBody::Ok)
             }
             Op::Refresh { flow } => {
@@ -581,7 +600,19 @@ impl Daemon {
                 .collect();
             let scales = share_scales(&limits);
             let i = users.iter().position(|(u, _)| *u == uid).expect("pushed");
-            (priority * scales[i]).max(f64::MIN_POSITIVE)
+            let floor = match (existing, &kind) {
+                (Some(g), _) => priority_floor(&self.groups[&g].coupler),
+                (None, Kind::Window { .. })
+                    if matches!(
+                        self.config.window_coupler(),
+                        CouplerKind::Ccc { int: true, .. }
+                    ) =>
+                {
+                    1.0 / 65536.0
+                }
+                _ => f64::MIN_POSITIVE,
+            };
+            (priority * scales[i]).clamp(floor, coupling::units::MAX_PRIORITY)
         };
         let id = self.next_flow;
         let fid = FlowId(id);
@@ -688,9 +719,8 @@ impl Daemon {
             .insert(id);
         let (a, b, assignments) = reply;
         self.push(&assignments, Some(id), pushes);
-        // The others' shares under the limits with the newcomer in (priorities are valid, so
-        // this does not fail; should it, the flow stays with what it has).
-        let _ = self.rebalance(gid, now, pushes);
+        // The others' shares under the limits with the newcomer in.
+        self.rebalance(gid, now, pushes);
         Ok(match kind {
             Kind::Rate { .. } => ReplyBody::Registered {
                 flow: id,
@@ -721,12 +751,10 @@ impl Daemon {
 
     /// Recomputes the group's effective priorities under the users' share limits and gives the
     /// changed ones to the coupler.
-    fn rebalance(
-        &mut self,
-        gid: u64,
-        now: Instant,
-        pushes: &mut Vec<(ClientId, Push)>,
-    ) -> Result<(), coupling::Error> {
+    /// Every value handed over is a valid priority (held between the coupler's floor and
+    /// `MAX_PRIORITY`), so the couplers accept them all; a refusal would be a bug in a coupler's
+    /// checks, and leaves that flow's effective priority as it was.
+    fn rebalance(&mut self, gid: u64, now: Instant, pushes: &mut Vec<(ClientId, Push)>) {
         let members: Vec<u64> = self.groups[&gid].members.iter().copied().collect();
         let users = self.claims(&members);
         let limits: Vec<(f64, f64)> = users
@@ -734,27 +762,26 @@ impl Daemon {
             .map(|(u, c)| (*c, self.config.user(*u).max_share))
             .collect();
         let scales = share_scales(&limits);
+        let floor = priority_floor(&self.groups[&gid].coupler);
         for f in members {
             let (uid, claimed, old) = {
                 let e = &self.flows[&f];
                 (e.uid, e.claimed, e.effective)
             };
             let i = users.iter().position(|(u, _)| *u == uid).expect("member");
-            let eff = (claimed * scales[i]).max(f64::MIN_POSITIVE);
+            let eff = (claimed * scales[i]).clamp(floor, coupling::units::MAX_PRIORITY);
             if eff == old {
                 continue;
             }
             let assignments = match &mut self.groups.get_mut(&gid).expect("exists").coupler {
-                Coupler::Rate(g) => g.set_priority(FlowId(f), eff, now)?.to_vec(),
-                Coupler::Window(g, _) => {
-                    g.set_priority(FlowId(f), eff)?;
-                    Vec::new()
-                }
+                Coupler::Rate(g) => g.set_priority(FlowId(f), eff, now).map(|a| a.to_vec()),
+                Coupler::Window(g, _) => g.set_priority(FlowId(f), eff).map(|()| Vec::new()),
             };
-            self.flows.get_mut(&f).expect("member").effective = eff;
-            self.push(&assignments, None, pushes);
+            if let Ok(assignments) = assignments {
+                self.flows.get_mut(&f).expect("member").effective = eff;
+                self.push(&assignments, None, pushes);
+            }
         }
-        Ok(())
     }
 
     /// Rates for subscribed flows' clients (not for `except`, whose rate is in the reply).
@@ -811,7 +838,7 @@ impl Daemon {
             return;
         }
         self.push(&assignments, None, pushes);
-        let _ = self.rebalance(gid, now, pushes);
+        self.rebalance(gid, now, pushes);
     }
 }
 

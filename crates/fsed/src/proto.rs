@@ -5,8 +5,10 @@
 //! postcard's wire format (postcard 1.x, a frozen, documented serde encoding: varint integers,
 //! little-endian IEEE floats, enums as a varint variant index then the fields in order; see
 //! <https://postcard.jamesmunns.com/wire-format>). The types below are the schema: a variant's
-//! index is its position in the enum, so **variants and fields are only ever appended**; a change
-//! that reorders or removes them is a new [`VERSION`].
+//! index is its position in the enum. Postcard has no field tags and a frame is exactly one
+//! message, so **any change to a message's fields is a new [`VERSION`]**; within a version only
+//! new enum variants may be appended, and only to messages an older peer never receives (a new
+//! `Op` is refused by an older daemon with an error naming the frame, and changes nothing).
 //!
 //! **Session.** The client sends [`Request`]s, each with an `id` of its choosing; the daemon
 //! answers each with exactly one [`ServerMsg::Reply`] carrying the same `id`, in order. The first

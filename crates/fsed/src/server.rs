@@ -140,7 +140,13 @@ pub async fn serve(
             r = socket.listener.accept() => {
                 let (stream, _) = match r {
                     Ok(s) => s,
-                    Err(_) => continue, // e.g. EMFILE: the client sees its connect fail
+                    Err(_) => {
+                        // E.g. EMFILE: the client sees its connect fail; wait rather than spin
+                        // until a connection closes.
+                        stats.refused_connections.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    }
                 };
                 let shared = shared.clone();
                 tokio::spawn(async move { connection(shared, stream).await });
@@ -274,6 +280,9 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         d.disconnect(client, now)
     };
     shared.push_all(pushes);
+    // What is still queued for a client that stopped reading would hold the writer (and the
+    // connection's fd) for ever: once the reader is done, so is the connection.
+    writer.abort();
     let _ = writer.await;
 }
 

@@ -605,3 +605,74 @@ fn window_flows_run_tcp_ccc_as_the_library_does() {
     let r = reg(&mut d, 1, label("tcp"), 1.0, 200);
     assert_eq!(field(&r), "register_rate.group");
 }
+
+fn effective(d: &mut Daemon, c: ClientId, flow: u64) -> f64 {
+    match d.handle(c, Op::QueryFlow { flow }, t(1_000)).reply {
+        ReplyBody::Flow(i) => i.effective_priority,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn when_every_user_is_limited_shares_follow_the_limits() {
+    // Review of issue 21: two users limited to 40 % each cannot both keep to it; claiming 1000
+    // against 1 must not give 99.9 % (shares follow the limits: 50 % each).
+    let mut d = daemon(
+        "[[group]]\nkey = \"label:g\"\nshared_by = \"all\"\n[default_user]\nmax_share = 0.4\n",
+    );
+    join(&mut d, 1, 1000);
+    join(&mut d, 2, 1001);
+    let (a, _) = flow_of(&reg(&mut d, 1, label("g"), 1000.0, 1));
+    let (b, _) = flow_of(&reg(&mut d, 2, label("g"), 1.0, 2));
+    let (ea, eb) = (effective(&mut d, 1, a), effective(&mut d, 2, b));
+    assert!((ea / (ea + eb) - 0.5).abs() < 1e-9, "{ea} {eb}");
+}
+
+#[test]
+fn the_integer_coupler_takes_every_scaled_priority() {
+    // Review of issue 21: with ccc_int a scaled priority below 2^-16 was refused half-way through
+    // the rebalance, leaving the limited user unscaled. Now it is held at 2^-16.
+    let mut d = daemon(
+        "window_coupler = \"ccc_int\"\n[[group]]\nkey = \"label:w\"\nshared_by = \"all\"\n\
+         [[user]]\nuid = 1000\nmax_share = 0.1\n",
+    );
+    join(&mut d, 1, 1000);
+    join(&mut d, 2, 1001);
+    let w = |d: &mut Daemon, c, p| match d
+        .handle(
+            c,
+            Op::RegisterWindow {
+                group: label("w"),
+                priority: p,
+                cwnd_pkts: 10.0,
+                ssthresh_pkts: 64.0,
+                timeout_ms: None,
+            },
+            t(1),
+        )
+        .reply
+    {
+        ReplyBody::RegisteredWindow { flow, .. } => flow,
+        other => panic!("{other:?}"),
+    };
+    let a = w(&mut d, 1, 1.0);
+    let b = w(&mut d, 2, 1e-4);
+    let (ea, eb) = (effective(&mut d, 1, a), effective(&mut d, 2, b));
+    assert!(ea < 1.0, "the limited user is scaled: {ea}");
+    assert!(eb >= 1e-4 && ea >= 1.0 / 65536.0, "{ea} {eb}");
+    // A claim the integer coupler cannot hold is refused naming the field, and changes nothing.
+    let r = d.handle(
+        2,
+        Op::SetPriority {
+            flow: b,
+            priority: 1e-6,
+        },
+        t(5),
+    );
+    assert_eq!(field(&r.reply), "set_priority.priority");
+    assert_eq!(effective(&mut d, 2, b), eb);
+    // The handover couplers need a call at every ACK: not served.
+    assert!(Config::parse("window_coupler = \"ccc_handover\"")
+        .unwrap_err()
+        .contains("window_coupler"));
+}

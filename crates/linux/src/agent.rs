@@ -401,6 +401,10 @@ pub struct MediaFlowReport {
     /// UPDATE calls answered by macroflowd, and calls that failed.
     pub fse_updates: u64,
     pub fse_errors: u64,
+    /// Rates macroflowd pushed and the flow used; pushes older than a reply it was waiting for
+    /// (superseded by the reply's rate).
+    pub fse_pushes: u64,
+    pub fse_pushes_superseded: u64,
     pub error: Option<String>,
     /// (t_s, rate_bps, cc_rate_bps) at every sampling instant.
     pub samples: Vec<(f64, f64, f64)>,

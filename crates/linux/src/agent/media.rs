@@ -104,6 +104,9 @@ struct Flow {
     idle: bool,
     /// The priority it registers with now (priority changes move it).
     priority: f64,
+    /// The latest time given to the receiver half: a report delayed on the reverse path past a
+    /// receiver timer is given that timer's time, so the controller's clock never goes back.
+    rcv_clock: u64,
     /// Reports waiting for the receiver half's clock to reach their receive time.
     pending: VecDeque<(u64, SendInfo)>,
     /// Bytes received by sampling bin (receive time), for the received_bytes series.
@@ -155,6 +158,7 @@ impl Flow {
                 ) {
                     Ok(reg) => {
                         self.fse_flow = Some(reg.flow);
+                        self.drop_stale_pushes();
                         self.job.snd.set_fse_rate_bps(reg.rate_bps, now);
                         if self.job.algorithm.is_some_and(|a| {
                             matches!(a, RateAlgorithm::Active | RateAlgorithm::ConservativeActive)
@@ -189,22 +193,58 @@ impl Flow {
                 ) {
                     Ok(rate) => {
                         self.rep.fse_updates += 1;
+                        self.drop_stale_pushes();
                         self.job.snd.set_fse_rate_bps(rate, now);
                     }
-                    Err(e) => self.fse_error(r, e),
+                    Err(e) => {
+                        // Forgotten by the daemon (its soft state expired it): register again at
+                        // the next sync, as a flow that resumes does.
+                        if matches!(&e, fsed::client::ClientError::Daemon { field, .. } if field == "update_rate.flow")
+                        {
+                            self.fse_flow = None;
+                        }
+                        self.fse_error(r, e)
+                    }
                 }
             }
         }
-        self.take_pushes(now_ns);
     }
 
-    fn take_pushes(&mut self, now_ns: u64) {
+    /// Pushes that arrived while a request of this flow waited for its reply are older than the
+    /// reply: the reply's rate wins.
+    fn drop_stale_pushes(&mut self) {
+        if let Some(c) = self.fse.as_mut() {
+            let stale = c.take_pushes().len() as u64;
+            self.rep.fse_pushes_superseded += stale;
+        }
+    }
+
+    /// Rates the daemon pushed (active algorithms), read without blocking: each replaces the
+    /// controller's rate and re-paces the flow, as the simulator's FSE answer does.
+    fn take_pushes(&mut self, now_ns: u64, r: &Run) {
         let now = self.inst(now_ns);
         let Some(c) = self.fse.as_mut() else { return };
-        for p in c.take_pushes() {
+        let mut got = c.take_pushes();
+        while c.has_pending() {
+            match c.wait_push(std::time::Duration::from_micros(1)) {
+                Ok(Some(p)) => got.push(p),
+                Ok(None) => break,
+                Err(e) => {
+                    self.fse_error(r, e);
+                    return;
+                }
+            }
+        }
+        let mut applied = false;
+        for p in got {
             if Some(p.flow) == self.fse_flow {
                 self.job.snd.set_fse_rate_bps(p.rate_bps, now);
+                self.rep.fse_pushes += 1;
+                applied = true;
             }
+        }
+        if applied {
+            self.pace(now_ns);
         }
     }
 
@@ -271,9 +311,18 @@ impl Flow {
                 }
             }
         }
-        self.last_send = Some((now_ns, size));
         let rate = self.job.snd.rate_bps().max(1_000.0);
-        self.next_send_ns = now_ns + (size as f64 * 8e9 / rate).ceil() as u64;
+        let gap = (size as f64 * 8e9 / rate).ceil() as u64;
+        // From the instant it was due (the simulator's pacer is never late), unless the wake-up
+        // was later than a packet time: then from now, rather than a burst to catch up.
+        let due = self.next_send_ns;
+        let base = if now_ns.saturating_sub(due) < gap {
+            due
+        } else {
+            now_ns
+        };
+        self.last_send = Some((base, size));
+        self.next_send_ns = base + gap;
         if self.fse.is_some() && self.fse_flow.is_none() {
             self.fse_sync(now_ns, r);
         }
@@ -337,11 +386,18 @@ impl Flow {
                 .filter(|&t| t <= rcv_now);
             let report = self.pending.front().map(|p| p.0).filter(|&t| t <= rcv_now);
             let fb = match (timer, report) {
-                (Some(t), Some(p)) if t <= p => self.job.rcv.on_timer(self.inst(t)),
-                (Some(t), None) => self.job.rcv.on_timer(self.inst(t)),
+                (Some(t), Some(p)) if t <= p => {
+                    self.rcv_clock = self.rcv_clock.max(t);
+                    self.job.rcv.on_timer(self.inst(self.rcv_clock))
+                }
+                (Some(t), None) => {
+                    self.rcv_clock = self.rcv_clock.max(t);
+                    self.job.rcv.on_timer(self.inst(self.rcv_clock))
+                }
                 (_, Some(_)) => {
                     let (t, info) = self.pending.pop_front().expect("front");
-                    self.job.rcv.on_packet(&info, self.inst(t))
+                    self.rcv_clock = self.rcv_clock.max(t);
+                    self.job.rcv.on_packet(&info, self.inst(self.rcv_clock))
                 }
                 (None, None) => break,
             };
@@ -388,17 +444,26 @@ pub(crate) fn run(job: MediaJob, sock: Socket, r: Run) -> MediaFlowReport {
         pending: VecDeque::new(),
         received_bins: BTreeMap::new(),
         priority: job.cfg.fse.as_ref().map_or(1.0, |s| s.priority),
+        rcv_clock: 0,
         job,
     };
     let mut buf = vec![0u8; 65_536];
     let mut rbuf = vec![0u8; 2048];
+    // The simulator samples every flow from t = 0 to the end inclusive: the instants before the
+    // start show the controller's initial rate and nothing received.
     let mut next_sample = if f.job.interval_ns > 0 {
-        // The first sampling instant at or after the start.
-        let k = (start - f.job.epoch_ns).div_ceil(f.job.interval_ns);
-        f.job.epoch_ns + k * f.job.interval_ns
+        f.job.epoch_ns
     } else {
         u64::MAX
     };
+    while next_sample < start {
+        f.rep.samples.push((
+            r.t_s(next_sample),
+            f.job.snd.rate_bps(),
+            f.job.snd.cc_rate_bps(),
+        ));
+        next_sample += f.job.interval_ns;
+    }
     let mut change = 0;
     // Start: as the simulator's Start event: FSE sync, then the pacer.
     f.fse_sync(start, &r);
@@ -429,7 +494,7 @@ pub(crate) fn run(job: MediaJob, sock: Socket, r: Run) -> MediaFlowReport {
             }
             change += 1;
         }
-        f.take_pushes(now);
+        f.take_pushes(now, &r);
         if now >= f.next_send_ns {
             f.send(now, &mut buf, &r);
         }
@@ -456,6 +521,17 @@ pub(crate) fn run(job: MediaJob, sock: Socket, r: Run) -> MediaFlowReport {
             until = until.min(t + f.job.epoch_ns);
         }
         wait_readable(&f.sock, until);
+    }
+    // The instants left up to the end (the last one at the end itself, as the simulator's).
+    if !r.signalled() {
+        while next_sample <= r.end_ns {
+            f.rep.samples.push((
+                r.t_s(next_sample),
+                f.job.snd.rate_bps(),
+                f.job.snd.cc_rate_bps(),
+            ));
+            next_sample += f.job.interval_ns;
+        }
     }
     if let (Some(c), Some(fl)) = (f.fse.as_mut(), f.fse_flow) {
         let _ = c.leave(fl);
