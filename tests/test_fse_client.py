@@ -695,7 +695,8 @@ def request(rid: int, op: bytes) -> bytes:
 def register_rate_op(label: str, priority: float, initial_rate_bps: float) -> bytes:
     lb = label.encode()
     group = varint(2) + varint(len(lb)) + lb  # GroupSpec::Configured
-    return varint(OP_REGISTER_RATE) + group + struct.pack("<dd", priority, initial_rate_bps) + b"\x00\x00"
+    # Then desired_rate_bps, algorithm, timeout_ms: each None (Option tag 0).
+    return varint(OP_REGISTER_RATE) + group + struct.pack("<dd", priority, initial_rate_bps) + b"\x00\x00\x00"
 
 
 def recv_exact(s: socket.socket, n: int) -> bytes:
@@ -729,3 +730,19 @@ def raw(path: str) -> socket.socket:
     s.sendall(request(1, varint(OP_HELLO) + varint(VERSION)))
     assert read_reply(s)[:2] == (1, 0), "Hello"
     return s
+
+
+def test_a_desired_rate_at_registration_holds_until_an_update_names_another(start):
+    """RFC 8699 App. C's DR given at registration: updates naming none keep it (the passive
+    FSE stores it as the flow's DR), one naming another replaces it."""
+    sock = start()
+    with FseClient(str(sock)) as c:
+        r = c.register_rate("desired", 1.0, 1e6, algorithm="passive", desired_rate_bps=2e6)
+        c.update_rate(r["flow"], 5e6)
+        assert c.query_flow(r["flow"])["desired_rate_bps"] == 2e6
+        c.update_rate(r["flow"], 5e6, desired_rate_bps=3e6)
+        c.update_rate(r["flow"], 5e6)
+        assert c.query_flow(r["flow"])["desired_rate_bps"] == 3e6
+        with pytest.raises(FseError) as e:
+            c.register_rate("desired", 1.0, 1e6, desired_rate_bps=-1.0)
+        assert e.value.field == "register_rate.desired_rate_bps"

@@ -1101,11 +1101,13 @@ class FseClient:
         initial_rate_bps: float,
         algorithm: Optional[FseAlgorithm] = None,
         timeout_ms: Optional[int] = None,
+        desired_rate_bps: Optional[float] = None,
     ) -> FseRegistered:
         """Registers a rate-based flow with its controller's initial rate. ``algorithm``: the
         group's if this flow creates it (else it must match; None: the configuration's).
         ``timeout_ms``: soft state, the flow is removed when silent for longer (None: the
-        configuration's default)."""
+        configuration's default). ``desired_rate_bps``: the application's desired rate, used by
+        every ``update_rate`` that names none (None: unlimited)."""
     def register_window(
         self,
         group: FseGroupSpec,

@@ -215,6 +215,14 @@ int mf_fse_register_rate(mf_fse_client *client, const mf_fse_group *group, doubl
                          double initial_rate_bps, int algorithm, int32_t timeout_ms,
                          mf_fse_registered *out);
 
+/** As mf_fse_register_rate, with the application's desired rate (DR, bit/s; INFINITY: unlimited;
+ *  any negative value: none): every mf_fse_update_rate that names no desired rate uses it, one
+ *  that names one replaces it. A NaN is sent and refused by the daemon
+ *  ("register_rate.desired_rate_bps"). */
+int mf_fse_register_rate_desired(mf_fse_client *client, const mf_fse_group *group, double priority,
+                                 double initial_rate_bps, double desired_rate_bps, int algorithm,
+                                 int32_t timeout_ms, mf_fse_registered *out);
+
 /** Registers a window-based flow (TCP-CCC or the daemon's configured TCP coupler) with its
  *  current cwnd and ssthresh in packets. `timeout_ms` as for mf_fse_register_rate. On success
  *  *out holds the flow, its group and the window to use now.

@@ -427,7 +427,49 @@ pub unsafe extern "C" fn mf_fse_register_rate(
             }
             let a = algorithm(algorithm_)?;
             let t = timeout_ms(timeout_ms_)?;
-            let r = c.register_rate(group, priority, initial_rate_bps, a, t)?;
+            let r = c.register_rate(group, priority, initial_rate_bps, None, a, t)?;
+            put(
+                out,
+                mf_fse_registered {
+                    flow: r.flow,
+                    group: r.group,
+                    rate_bps: r.rate_bps,
+                },
+            );
+            Ok(MF_FSE_OK)
+        })
+    }
+}
+
+/// Registers a rate-based flow with the application's desired rate (`< 0`: none); see the
+/// header.
+///
+/// # Safety
+/// As for [`mf_fse_register_rate`].
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn mf_fse_register_rate_desired(
+    client: *mut mf_fse_client,
+    group: *const mf_fse_group,
+    priority: f64,
+    initial_rate_bps: f64,
+    desired_rate_bps: f64,
+    algorithm_: c_int,
+    timeout_ms_: i32,
+    out: *mut mf_fse_registered,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        call(client, |c| {
+            let group = group_spec(group)?;
+            if out.is_null() {
+                return Err(null("out"));
+            }
+            let a = algorithm(algorithm_)?;
+            let t = timeout_ms(timeout_ms_)?;
+            let d =
+                (desired_rate_bps >= 0.0 || desired_rate_bps.is_nan()).then_some(desired_rate_bps);
+            let r = c.register_rate(group, priority, initial_rate_bps, d, a, t)?;
             put(
                 out,
                 mf_fse_registered {

@@ -70,9 +70,11 @@ impl Drop for Daemon {
 /// The staticlib Cargo built with this test (target/<profile>/libmacroflow_fse.a; the test is
 /// target/<profile>/deps/c_client-<hash>).
 fn staticlib() -> PathBuf {
+    // `cargo test` builds every crate type of the library into `deps/` beside this test (it
+    // copies them up into the profile directory only for `cargo build`, so that copy may be
+    // stale or missing).
     let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let lib = profile_dir.join("libmacroflow_fse.a");
+    let lib = exe.parent().unwrap().join("libmacroflow_fse.a");
     assert!(lib.exists(), "{} not built", lib.display());
     lib
 }
@@ -297,6 +299,7 @@ fn the_c_client_against_a_live_daemon() {
         "register_rate.algorithm",
         "register_rate.timeout_ms",
         "register_rate.group",
+        "register_rate.desired_rate_bps",
         "update_rate.flow",
         "set_priority.priority",
         "set_priority.flow",

@@ -186,11 +186,13 @@ impl Client {
         proto::decode(&buf).map(Some).map_err(ClientError::Protocol)
     }
 
+    /// Registers a rate flow; `desired_rate_bps` as in [`Op::RegisterRate`].
     pub fn register_rate(
         &mut self,
         group: GroupSpec,
         priority: f64,
         initial_rate_bps: f64,
+        desired_rate_bps: Option<f64>,
         algorithm: Option<RateAlgorithm>,
         timeout_ms: Option<u32>,
     ) -> Result<Registered> {
@@ -198,6 +200,7 @@ impl Client {
             group,
             priority,
             initial_rate_bps,
+            desired_rate_bps,
             algorithm,
             timeout_ms,
         })? {
@@ -352,4 +355,3 @@ impl Client {
 fn unexpected(body: &ReplyBody) -> ClientError {
     ClientError::Protocol(format!("unexpected reply {body:?}"))
 }
-

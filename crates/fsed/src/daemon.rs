@@ -57,6 +57,8 @@ struct Flow {
     timeout: Duration,
     last_seen: Instant,
     subscribed: bool,
+    /// The application's desired rate for UPDATEs that name none (rate flows).
+    desired_rate_bps: Option<f64>,
 }
 
 enum Coupler {
@@ -287,6 +289,7 @@ impl Daemon {
                 group,
                 priority,
                 initial_rate_bps,
+                desired_rate_bps,
                 algorithm,
                 timeout_ms,
             } => self.register(
@@ -297,6 +300,7 @@ impl Daemon {
                 timeout_ms,
                 Kind::Rate {
                     initial_rate_bps,
+                    desired_rate_bps,
                     algorithm,
                 },
                 now,
@@ -329,8 +333,9 @@ impl Daemon {
             } => {
                 let op = "update_rate";
                 let gid = self.own(client, op, flow)?;
+                let desired = desired_rate_bps.or(self.flows[&flow].desired_rate_bps);
                 let mut u = FseUpdate::new(cc_rate_bps, now);
-                if let Some(d) = desired_rate_bps {
+                if let Some(d) = desired {
                     u = u.desired(d);
                 }
                 if let Some(r) = rtt_us {
@@ -346,7 +351,9 @@ impl Daemon {
                 let out = g.update(FlowId(flow), u).map_err(|e| coupling_err(op, e))?;
                 let rate = out.rate_bps;
                 let assignments = out.assignments.to_vec();
-                self.flows.get_mut(&flow).expect("owned").last_seen = now;
+                let f = self.flows.get_mut(&flow).expect("owned");
+                f.last_seen = now;
+                f.desired_rate_bps = desired;
                 self.push(&assignments, Some(flow), pushes);
                 Ok(ReplyBody::Rate { rate_bps: rate })
             }
@@ -519,6 +526,14 @@ impl Daemon {
         }
         check_priority(priority).map_err(|e| coupling_err(op, e))?;
         let timeout = check_timeout(op, &self.config, timeout_ms)?;
+        if let Kind::Rate {
+            desired_rate_bps: Some(d),
+            ..
+        } = &kind
+        {
+            coupling::units::check_desired_rate("desired_rate_bps", *d)
+                .map_err(|e| coupling_err(op, e))?;
+        }
         let key = group_key(spec);
         let policy = self.config.user(uid).clone();
         if !policy.may_join(&key) {
@@ -710,6 +725,12 @@ impl Daemon {
                 timeout,
                 last_seen: now,
                 subscribed: false,
+                desired_rate_bps: match kind {
+                    Kind::Rate {
+                        desired_rate_bps, ..
+                    } => desired_rate_bps,
+                    Kind::Window { .. } => None,
+                },
             },
         );
         self.clients
@@ -846,6 +867,7 @@ impl Daemon {
 enum Kind {
     Rate {
         initial_rate_bps: f64,
+        desired_rate_bps: Option<f64>,
         algorithm: Option<RateAlgorithm>,
     },
     Window {

@@ -85,15 +85,17 @@ pub enum Op {
     Hello {
         version: u16,
     },
-    /// Registers a rate-based flow (FSE) with its controller's initial rate (the FSE stores it as
-    /// the flow's desired rate DR until its first UPDATE, RFC 8699 App. C). `algorithm`: the
-    /// group's, if this flow creates the group (else it must match or be None; the configuration
-    /// may fix it). `timeout_ms`: soft state, the flow is removed when silent for longer (None:
-    /// the configuration's default).
+    /// Registers a rate-based flow (FSE) with its controller's initial rate. `desired_rate_bps`:
+    /// the rate the application wants (DR; None: unlimited), used by every UPDATE that names
+    /// none (an UPDATE that names one replaces it). `algorithm`: the group's, if this flow
+    /// creates the group (else it must match or be None; the configuration may fix it).
+    /// `timeout_ms`: soft state, the flow is removed when silent for longer (None: the
+    /// configuration's default).
     RegisterRate {
         group: GroupSpec,
         priority: f64,
         initial_rate_bps: f64,
+        desired_rate_bps: Option<f64>,
         algorithm: Option<RateAlgorithm>,
         timeout_ms: Option<u32>,
     },
@@ -106,7 +108,8 @@ pub enum Op {
         timeout_ms: Option<u32>,
     },
     /// UPDATE of a rate-based flow: the rate its controller computed (CC_R), what the application
-    /// wants (None: unlimited), its RTT in microseconds (the conservative algorithm needs it).
+    /// wants (None: the desired rate it registered or last updated with; unlimited if none), its
+    /// RTT in microseconds (the conservative algorithm needs it).
     UpdateRate {
         flow: u64,
         cc_rate_bps: f64,

@@ -5,7 +5,8 @@
 //! The caller's uid and pid come from the kernel (`SO_PEERCRED`), never from the client. Replies
 //! and pushes of one connection go out in order through its writer. A push to a connection
 //! whose outgoing queue is full (a client that stopped reading) is dropped and counted in
-//! [`Stats::pushes_dropped`]; replies wait for room.
+//! [`Stats::pushes_dropped`]; replies wait for room, at most [`FLUSH_TIMEOUT`], after which the
+//! connection is closed and its flows leave.
 
 use crate::config::Config;
 use crate::daemon::{ClientId, Daemon};
@@ -257,7 +258,17 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         if matches!(reply.body, ReplyBody::Error { .. }) {
             shared.stats.error_replies.fetch_add(1, Ordering::Relaxed);
         }
-        if tx.send(ServerMsg::Reply(reply)).await.is_err() {
+        // A client that does not read its replies fills its queue; one that has not made room
+        // within FLUSH_TIMEOUT is let go (its flows leave), so it cannot hold a task and an fd.
+        if tx
+            .send_timeout(ServerMsg::Reply(reply), FLUSH_TIMEOUT)
+            .await
+            .is_err()
+        {
+            shared
+                .stats
+                .closed_for_errors
+                .fetch_add(1, Ordering::Relaxed);
             break;
         }
         if close {
@@ -280,11 +291,20 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         d.disconnect(client, now)
     };
     shared.push_all(pushes);
-    // What is still queued for a client that stopped reading would hold the writer (and the
-    // connection's fd) for ever: once the reader is done, so is the connection.
-    writer.abort();
-    let _ = writer.await;
+    // The writer sends what is queued (a last error reply, say) and ends; a client that stopped
+    // reading would hold it (and the connection's fd) for ever, so it gets a bounded time.
+    let mut writer = writer;
+    if tokio::time::timeout(FLUSH_TIMEOUT, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+        let _ = writer.await;
+    }
 }
+
+/// How long a closing connection's writer may take to send what is queued.
+pub const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The id of a request that did not decode, if its first field (a varint) did: the client can
 /// match the error to its request. 0 otherwise.

@@ -36,6 +36,7 @@ fn reg(d: &mut Daemon, c: ClientId, g: GroupSpec, p: f64, at: u64) -> ReplyBody 
             group: g,
             priority: p,
             initial_rate_bps: M,
+            desired_rate_bps: None,
             algorithm: Some(RateAlgorithm::Active),
             timeout_ms: None,
         },
@@ -223,6 +224,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label("x"),
                 priority: 0.0,
                 initial_rate_bps: M,
+                desired_rate_bps: None,
                 algorithm: None,
                 timeout_ms: None,
             },
@@ -233,6 +235,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label("x"),
                 priority: f64::NAN,
                 initial_rate_bps: M,
+                desired_rate_bps: None,
                 algorithm: None,
                 timeout_ms: None,
             },
@@ -243,6 +246,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label("x"),
                 priority: 1.0,
                 initial_rate_bps: -1.0,
+                desired_rate_bps: None,
                 algorithm: None,
                 timeout_ms: None,
             },
@@ -253,6 +257,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label("x"),
                 priority: 1.0,
                 initial_rate_bps: M,
+                desired_rate_bps: None,
                 algorithm: Some(RateAlgorithm::Passive),
                 timeout_ms: None,
             },
@@ -263,6 +268,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label("x"),
                 priority: 1.0,
                 initial_rate_bps: M,
+                desired_rate_bps: None,
                 algorithm: None,
                 timeout_ms: Some(0),
             },
@@ -273,6 +279,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label("x"),
                 priority: 1.0,
                 initial_rate_bps: M,
+                desired_rate_bps: None,
                 algorithm: None,
                 timeout_ms: Some(61_000),
             },
@@ -283,6 +290,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label(""),
                 priority: 1.0,
                 initial_rate_bps: M,
+                desired_rate_bps: None,
                 algorithm: None,
                 timeout_ms: None,
             },
@@ -293,6 +301,7 @@ fn bad_requests_name_the_field_and_change_nothing() {
                 group: label(&"a".repeat(2000)),
                 priority: 1.0,
                 initial_rate_bps: M,
+                desired_rate_bps: None,
                 algorithm: None,
                 timeout_ms: None,
             },
@@ -379,6 +388,7 @@ fn silent_flows_expire_and_a_disconnect_removes_a_clients_flows_at_once() {
             group: label("x"),
             priority: 1.0,
             initial_rate_bps: M,
+            desired_rate_bps: None,
             algorithm: None,
             timeout_ms: Some(500),
         },
@@ -426,6 +436,7 @@ fn active_groups_push_new_rates_to_subscribed_flows() {
             group: label("x"),
             priority: 1.0,
             initial_rate_bps: 4.0 * M,
+            desired_rate_bps: None,
             algorithm: None,
             timeout_ms: None,
         },
@@ -482,6 +493,7 @@ fn rate_flows_match_the_library_bit_for_bit() {
                     group: label("g"),
                     priority: p,
                     initial_rate_bps: (k + 1) as f64 * M,
+                    desired_rate_bps: None,
                     algorithm: Some(alg),
                     timeout_ms: None,
                 },
@@ -500,15 +512,24 @@ fn rate_flows_match_the_library_bit_for_bit() {
             ids.push(f);
         }
         let mut ms = 10;
+        let mut standing = std::collections::HashMap::new();
         for step in 0..200u64 {
             let f = ids[(step % 3) as usize];
             let cc = M * (1.0 + (step * 7919 % 13) as f64);
-            let desired = if step % 5 == 0 { Some(3.0 * M) } else { None };
+            // Named now and then (3 Mbit/s, later unlimited again); an UPDATE naming none keeps
+            // the flow's last one, as the daemon does.
+            let desired = match step % 10 {
+                0 => Some(3.0 * M),
+                5 => Some(f64::INFINITY),
+                _ => None,
+            };
             ms += 37;
-            let mut u = FseUpdate::new(cc, t(ms)).rtt(coupling::Duration::from_millis(40));
             if let Some(dr) = desired {
-                u = u.desired(dr);
+                standing.insert(f, dr);
             }
+            let u = FseUpdate::new(cc, t(ms))
+                .rtt(coupling::Duration::from_millis(40))
+                .desired(standing.get(&f).copied().unwrap_or(f64::INFINITY));
             let want = lib.update(FlowId(f), u).unwrap().rate_bps;
             let got = match d
                 .handle(
@@ -675,4 +696,73 @@ fn the_integer_coupler_takes_every_scaled_priority() {
     assert!(Config::parse("window_coupler = \"ccc_handover\"")
         .unwrap_err()
         .contains("window_coupler"));
+}
+
+#[test]
+fn a_desired_rate_given_at_registration_holds_until_an_update_names_another() {
+    // Passive FSE (RFC 8699 App. C's DR): a flow registered wanting 2 Mbit/s is held to it by
+    // UPDATEs that name no desired rate, as by one that names 2 Mbit/s; a later one replaces it.
+    let mut d = daemon("");
+    join(&mut d, 1, 1000);
+    let mut lib = FseGroup::new(Algorithm::Passive);
+    let r = d.handle(
+        1,
+        Op::RegisterRate {
+            group: label("g"),
+            priority: 1.0,
+            initial_rate_bps: M,
+            desired_rate_bps: Some(2.0 * M),
+            algorithm: Some(RateAlgorithm::Passive),
+            timeout_ms: None,
+        },
+        t(1),
+    );
+    let (f, _) = flow_of(&r.reply);
+    lib.register(FlowId(f), 1.0, M, t(1)).unwrap();
+    for (k, (cc, named)) in [
+        (5.0 * M, None),
+        (6.0 * M, None),
+        (7.0 * M, Some(9.0 * M)),
+        (8.0 * M, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let got = match d
+            .handle(
+                1,
+                Op::UpdateRate {
+                    flow: f,
+                    cc_rate_bps: cc,
+                    desired_rate_bps: named,
+                    rtt_us: None,
+                },
+                t(10 + k as u64),
+            )
+            .reply
+        {
+            ReplyBody::Rate { rate_bps } => rate_bps,
+            other => panic!("{other:?}"),
+        };
+        let dr = named.unwrap_or(if k < 2 { 2.0 * M } else { 9.0 * M });
+        let want = lib
+            .update(FlowId(f), FseUpdate::new(cc, t(10 + k as u64)).desired(dr))
+            .unwrap()
+            .rate_bps;
+        assert_eq!(got.to_bits(), want.to_bits(), "update {k}");
+    }
+    let r = d.handle(
+        1,
+        Op::RegisterRate {
+            group: label("g"),
+            priority: 1.0,
+            initial_rate_bps: M,
+            desired_rate_bps: Some(-1.0),
+            algorithm: None,
+            timeout_ms: None,
+        },
+        t(20),
+    );
+    assert_eq!(field(&r.reply), "register_rate.desired_rate_bps");
+    assert_eq!(d.flow_count(), 1);
 }

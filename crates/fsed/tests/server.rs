@@ -83,7 +83,14 @@ fn appendix_c_through_the_daemon_equals_the_library() {
         Instant::from_millis(now)
     };
     let r1 = c
-        .register_rate(label("app-c"), 1.0, M, Some(RateAlgorithm::Passive), None)
+        .register_rate(
+            label("app-c"),
+            1.0,
+            M,
+            None,
+            Some(RateAlgorithm::Passive),
+            None,
+        )
         .unwrap();
     let (f1, g) = (r1.flow, r1.group);
     assert_eq!(
@@ -131,7 +138,9 @@ fn appendix_c_through_the_daemon_equals_the_library() {
         assert_eq!(got.to_bits(), want.to_bits());
         same(&mut c, &lib, &format!("flow 1 at {cc}"));
     }
-    let r2 = c.register_rate(label("app-c"), 0.5, M, None, None).unwrap();
+    let r2 = c
+        .register_rate(label("app-c"), 0.5, M, None, None, None)
+        .unwrap();
     let f2 = r2.flow;
     assert_eq!(r2.group, g);
     lib.register(FlowId(f2), 0.5, M, tick()).unwrap();
@@ -214,7 +223,9 @@ fn read_reply(s: &mut UnixStream) -> Reply {
 fn bad_frames_get_an_error_and_change_nothing() {
     let d = Daemon::start("");
     let mut c = d.client();
-    let r = c.register_rate(label("x"), 1.0, M, None, None).unwrap();
+    let r = c
+        .register_rate(label("x"), 1.0, M, None, None, None)
+        .unwrap();
     let before = c.query_group(r.group).unwrap();
     let mut s = raw(&d);
     // Garbage payloads: an error naming the frame; the session goes on.
@@ -266,7 +277,7 @@ fn a_client_killed_mid_message_loses_its_flows_and_others_go_on() {
     let d = Daemon::start("");
     let mut keeper = d.client();
     let k = keeper
-        .register_rate(label("x"), 1.0, M, None, None)
+        .register_rate(label("x"), 1.0, M, None, None, None)
         .unwrap();
     for cut in [1usize, 3, 4, 6] {
         let mut victim = raw(&d);
@@ -277,6 +288,7 @@ fn a_client_killed_mid_message_loses_its_flows_and_others_go_on() {
                     group: label("x"),
                     priority: 1.0,
                     initial_rate_bps: M,
+                    desired_rate_bps: None,
                     algorithm: None,
                     timeout_ms: None,
                 },
@@ -343,11 +355,11 @@ fn subscribed_flows_get_pushes_and_daemon_errors_reach_the_client() {
     let mut a = d.client();
     let mut b = d.client();
     let fa = a
-        .register_rate(label("x"), 1.0, M, Some(RateAlgorithm::Active), None)
+        .register_rate(label("x"), 1.0, M, None, Some(RateAlgorithm::Active), None)
         .unwrap();
     a.subscribe(fa.flow).unwrap();
     let fb = b
-        .register_rate(label("x"), 1.0, 3.0 * M, None, None)
+        .register_rate(label("x"), 1.0, 3.0 * M, None, None, None)
         .unwrap();
     let rb = b.update_rate(fb.flow, 6.0 * M, None, None).unwrap();
     let p = a
@@ -377,7 +389,14 @@ fn a_thousand_clients_at_once() {
                 let mut flows = Vec::new();
                 for (j, c) in cs.iter_mut().enumerate() {
                     let r = c
-                        .register_rate(label(&format!("g{}", (i + j) % 7)), 1.0, M, None, None)
+                        .register_rate(
+                            label(&format!("g{}", (i + j) % 7)),
+                            1.0,
+                            M,
+                            None,
+                            None,
+                            None,
+                        )
                         .unwrap();
                     flows.push(r.flow);
                 }
@@ -397,11 +416,55 @@ fn a_thousand_clients_at_once() {
     }
     // Every client closed: every flow gone.
     let mut c = d.client();
-    let r = c.register_rate(label("g0"), 1.0, M, None, None).unwrap();
+    let r = c
+        .register_rate(label("g0"), 1.0, M, None, None, None)
+        .unwrap();
     let mut n = 0;
     while c.query_group(r.group).unwrap().flow_count != 1 {
         n += 1;
         assert!(n < 400, "flows of closed clients remain");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+#[test]
+fn a_client_that_stops_reading_and_half_closes_is_let_go() {
+    // Review of issue 21: such a client held its writer task, and its fd, for ever.
+    let d = Daemon::start("");
+    let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let before = fds();
+    for _ in 0..5 {
+        let mut s = UnixStream::connect(&d.path).unwrap();
+        let hello = proto::encode(&Request {
+            id: 1,
+            op: Op::Hello {
+                version: proto::VERSION,
+            },
+        });
+        s.write_all(&hello).unwrap();
+        let q = proto::encode(&Request {
+            id: 2,
+            op: Op::QueryFlow { flow: 1 },
+        });
+        s.set_write_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        for _ in 0..20_000 {
+            if s.write_all(&q).is_err() {
+                break; // the daemon's replies fill our receive buffer: it stops reading us
+            }
+        }
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        std::mem::forget(s); // never read, never closed from this side
+    }
+    let mut n = 0;
+    // The daemon's end of each goes within FLUSH_TIMEOUT; ours stay (forgotten), 5 of them.
+    while fds() > before + 5 {
+        n += 1;
+        assert!(n < 100, "{} fds open, {} before", fds(), before);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // And the daemon still serves.
+    let mut c = d.client();
+    c.register_rate(label("x"), 1.0, M, None, None, None)
+        .unwrap();
 }

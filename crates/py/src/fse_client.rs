@@ -389,7 +389,8 @@ impl PyFseClient {
     }
 
     /// Registers a rate-based flow; returns ``{"flow", "group", "rate_bps"}``.
-    #[pyo3(signature = (group, priority, initial_rate_bps, algorithm=None, timeout_ms=None))]
+    #[pyo3(signature = (group, priority, initial_rate_bps, algorithm=None, timeout_ms=None, desired_rate_bps=None))]
+    #[allow(clippy::too_many_arguments)]
     fn register_rate<'py>(
         &self,
         py: Python<'py>,
@@ -398,12 +399,20 @@ impl PyFseClient {
         initial_rate_bps: f64,
         algorithm: Option<&str>,
         timeout_ms: Option<&Bound<'py, PyAny>>,
+        desired_rate_bps: Option<f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let group = group_spec(group)?;
         let algorithm = self::algorithm(algorithm)?;
         let timeout_ms = self::timeout_ms(timeout_ms)?;
         let r = self.call(py, |c| {
-            c.register_rate(group, priority, initial_rate_bps, algorithm, timeout_ms)
+            c.register_rate(
+                group,
+                priority,
+                initial_rate_bps,
+                desired_rate_bps,
+                algorithm,
+                timeout_ms,
+            )
         })?;
         let d = PyDict::new(py);
         d.set_item("flow", r.flow)?;

@@ -187,7 +187,20 @@ static void bad_requests(mf_fse_client *c) {
     refused(c, mf_fse_register_rate(c, &g, 1.0, M, -1, 0, &out), "register_rate.timeout_ms");
     mf_fse_group empty = mf_fse_group_label("");
     refused(c, mf_fse_register_rate(c, &empty, 1.0, M, -1, -1, &out), "register_rate.group");
+    refused(c, mf_fse_register_rate_desired(c, &g, 1.0, M, NAN, -1, -1, &out),
+            "register_rate.desired_rate_bps");
     CHECK(same_group(c, r.group, &before, flows, n));
+
+    /* A desired rate given at registration holds for updates that name none (passive DR). */
+    mf_fse_group dg = mf_fse_group_label("desired");
+    mf_fse_registered d;
+    OK(c, mf_fse_register_rate_desired(c, &dg, 1.0, M, 2 * M, MF_FSE_PASSIVE, -1, &d));
+    double dr_rate;
+    OK(c, mf_fse_update_rate(c, d.flow, 5 * M, -1, -1, &dr_rate));
+    mf_fse_flow_info di;
+    OK(c, mf_fse_query_flow(c, d.flow, &di));
+    CHECK(di.desired_rate_bps == 2 * M);
+    OK(c, mf_fse_leave(c, d.flow));
 
     rate = -7;
     refused(c, mf_fse_update_rate(c, 999, 2 * M, -1, -1, &rate), "update_rate.flow");

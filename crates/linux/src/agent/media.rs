@@ -153,6 +153,7 @@ impl Flow {
                     GroupSpec::Configured(group),
                     self.priority,
                     rate,
+                    None,
                     self.job.algorithm,
                     None,
                 ) {
