@@ -71,6 +71,8 @@ pub struct RegisteredWindow {
 #[derive(Debug)]
 pub struct Client {
     stream: UnixStream,
+    /// The read timeout set on the socket now (set only when it changes: a system call).
+    timeout: Option<Duration>,
     next_id: u32,
     pushes: VecDeque<Push>,
     uid: u32,
@@ -83,6 +85,7 @@ impl Client {
         let stream = UnixStream::connect(path)?;
         let mut c = Client {
             stream,
+            timeout: None,
             next_id: 1,
             pushes: VecDeque::new(),
             uid: 0,
@@ -149,12 +152,20 @@ impl Client {
         }
     }
 
+    fn set_timeout(&mut self, t: Option<Duration>) -> io::Result<()> {
+        if self.timeout != t {
+            self.stream.set_read_timeout(t)?;
+            self.timeout = t;
+        }
+        Ok(())
+    }
+
     /// One message; None if `timeout` passed first.
     fn read_msg(&mut self, timeout: Option<Duration>) -> Result<Option<ServerMsg>> {
         // Only the frame's first byte waits under the timeout: once a frame has begun, the rest is
         // read whole (a timeout inside the length prefix would lose its bytes and misread the
         // stream from then on).
-        self.stream.set_read_timeout(timeout)?;
+        self.set_timeout(timeout)?;
         let mut prefix = [0u8; 4];
         loop {
             match self.stream.read(&mut prefix[..1]) {
@@ -178,7 +189,7 @@ impl Client {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.stream.set_read_timeout(None)?;
+        self.set_timeout(None)?;
         self.stream.read_exact(&mut prefix[1..])?;
         let n = proto::frame_len(prefix).map_err(ClientError::Protocol)?;
         let mut buf = vec![0u8; n];
@@ -264,6 +275,57 @@ impl Client {
             ReplyBody::Rate { rate_bps } => Ok(rate_bps),
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// Many UPDATEs pipelined: all requests in one write, then the replies in order. An
+    /// application with several flows reports them together at the cost of one round trip (the
+    /// load benchmark's batched mode). Each update gets its own result; an I/O or protocol error
+    /// ends the call (the connection is then unusable).
+    pub fn update_rates(
+        &mut self,
+        updates: &[(u64, f64, Option<f64>, Option<u64>)],
+    ) -> Result<Vec<std::result::Result<f64, ClientError>>> {
+        let mut buf = Vec::with_capacity(updates.len() * 40);
+        let first = self.next_id;
+        for &(flow, cc_rate_bps, desired_rate_bps, rtt_us) in updates {
+            let id = self.next_id;
+            self.next_id = self.next_id.wrapping_add(1).max(1);
+            buf.extend_from_slice(&proto::encode(&Request {
+                id,
+                op: Op::UpdateRate {
+                    flow,
+                    cc_rate_bps,
+                    desired_rate_bps,
+                    rtt_us,
+                },
+            }));
+        }
+        self.stream.write_all(&buf)?;
+        let mut out = Vec::with_capacity(updates.len());
+        let mut id = first;
+        while out.len() < updates.len() {
+            match self.read_msg(None)? {
+                Some(ServerMsg::Push(p)) => self.pushes.push_back(p),
+                Some(ServerMsg::Reply(r)) if r.id != id => {
+                    return Err(ClientError::Protocol(format!(
+                        "reply {} to request {id}: {:?}",
+                        r.id, r.body
+                    )));
+                }
+                Some(ServerMsg::Reply(r)) => {
+                    out.push(match r.body {
+                        ReplyBody::Rate { rate_bps } => Ok(rate_bps),
+                        ReplyBody::Error { field, message } => {
+                            Err(ClientError::Daemon { field, message })
+                        }
+                        other => Err(unexpected(&other)),
+                    });
+                    id = id.wrapping_add(1).max(1);
+                }
+                None => unreachable!("no timeout"),
+            }
+        }
+        Ok(out)
     }
 
     /// UPDATE of a window flow: the (cwnd, ssthresh) to use, or None to keep its own.

@@ -168,7 +168,9 @@ async fn connection(shared: Arc<Shared>, stream: UnixStream) {
         let mut d = shared.daemon.lock().expect("not poisoned");
         d.connect(client, uid).err()
     };
-    let (mut rd, mut wr) = stream.into_split();
+    let (rd, mut wr) = stream.into_split();
+    // Buffered: a client that pipelines requests has many frames read in one system call.
+    let mut rd = tokio::io::BufReader::with_capacity(64 * 1024, rd);
     if let Some(why) = refused {
         shared
             .stats

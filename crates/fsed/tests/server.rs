@@ -468,3 +468,49 @@ fn a_client_that_stops_reading_and_half_closes_is_let_go() {
     c.register_rate(label("x"), 1.0, M, None, None, None)
         .unwrap();
 }
+
+#[test]
+fn pipelined_updates_equal_one_by_one() {
+    // `Client::update_rates`: many UPDATEs in one write give what the same UPDATEs one by one
+    // give (two daemons, the same calls).
+    let (d1, d2) = (Daemon::start(""), Daemon::start(""));
+    let (mut a, mut b) = (d1.client(), d2.client());
+    let mut fa = Vec::new();
+    let mut fb = Vec::new();
+    for p in [1.0, 0.5, 2.0] {
+        fa.push(
+            a.register_rate(label("g"), p, M, None, Some(RateAlgorithm::Passive), None)
+                .unwrap()
+                .flow,
+        );
+        fb.push(
+            b.register_rate(label("g"), p, M, None, Some(RateAlgorithm::Passive), None)
+                .unwrap()
+                .flow,
+        );
+    }
+    for round in 0..20 {
+        let ups: Vec<_> = (0..3)
+            .map(|k| (fa[k], M * (1.0 + ((round * 7 + k) % 5) as f64), None, None))
+            .collect();
+        let got = a.update_rates(&ups).unwrap();
+        for (k, g) in got.into_iter().enumerate() {
+            let want = b.update_rate(fb[k], ups[k].1, None, None).unwrap();
+            assert_eq!(
+                g.unwrap().to_bits(),
+                want.to_bits(),
+                "round {round} flow {k}"
+            );
+        }
+    }
+    // A refused one among them is refused alone.
+    let r = a
+        .update_rates(&[
+            (fa[0], M, None, None),
+            (999, M, None, None),
+            (fa[1], M, None, None),
+        ])
+        .unwrap();
+    assert!(r[0].is_ok() && r[2].is_ok());
+    assert!(matches!(&r[1], Err(ClientError::Daemon { field, .. }) if field == "update_rate.flow"));
+}
