@@ -82,14 +82,18 @@ bench-detect:
 	python3 bench/report_detect.py --out bench/results/detect.json
 
 # macroflowd (issue 21) under fuzzing and load: 10 million seeded in-process executions of its
-# parser and state machine (any broken invariant fails), then 1,000 clients sending 100,000
-# updates/s for 600 s to the daemon in process (latency, RSS, CPU per update, the ratio to
-# in-process FseGroup::update; falling short of the rate fails). Both run even if the first fails.
-# The figures go to bench/results/fsed_fuzz.json and bench/results/fsed_load.json.
+# parser and state machine (any broken invariant fails); then 1,000 clients of 10 flows each
+# sending 100,000 updates/s for 600 s to the daemon in process, each client reporting its flows
+# in one pipelined write (latency, RSS, CPU per update, the ratio to in-process
+# FseGroup::update; falling short of the rate fails); then the ceiling of one synchronous
+# UPDATE at a time (1,000 clients of one flow, closed loop, 60 s). All run even if one fails.
+# The figures go to bench/results/fsed_fuzz.json, fsed_load.json and fsed_load_sync.json.
 bench-fsed:
 	$(CARGO) run --release -p macroflow-bench --bin fsed_fuzz; fuzz=$$?; \
-	$(CARGO) run --release -p macroflow-bench --bin fsed_load; load=$$?; \
-	[ $$fuzz -eq 0 ] && [ $$load -eq 0 ]
+	$(CARGO) run --release -p macroflow-bench --bin fsed_load -- --flows-per-client 10; load=$$?; \
+	$(CARGO) run --release -p macroflow-bench --bin fsed_load -- --rate 0 --duration-s 60 \
+	  --json bench/results/fsed_load_sync.json; sync=$$?; \
+	[ $$fuzz -eq 0 ] && [ $$load -eq 0 ] && [ $$sync -eq 0 ]
 
 # The simulator against ns-2 and ns-3 on the issue-3 dumbbells (installs the peers first).
 bench-sim: deps

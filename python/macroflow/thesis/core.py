@@ -380,7 +380,7 @@ def _set_html(r: Mapping[str, Any], root: Optional[pathlib.Path] = None) -> str:
         out.append(_linux_html(r, root))
     lx = r.get("on_linux")
     if lx:
-        out.append(f'<h3>The same runs on real Linux (kernel TCP in network namespaces; {lx["seeds"]} seed'
+        out.append(f'<h3>The same runs on real Linux (network namespaces: kernel TCP, or the simulator\'s media controllers over real UDP coupled by macroflowd; {lx["seeds"]} seed'
                    f'{"s" if lx["seeds"] != 1 else ""} per point)</h3>')
         if lx.get("stale"):
             out.append('<p class="warn">Analysed by older code than the simulator\'s result above (its checks are not '
