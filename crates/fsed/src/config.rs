@@ -317,14 +317,17 @@ pub fn share_scales(users: &[(f64, f64)]) -> Vec<f64> {
     if n <= 1 {
         return vec![1.0; n];
     }
-    let claims: f64 = users.iter().map(|u| u.0).sum();
     let limits: f64 = users.iter().map(|u| u.1).sum();
     let proportional = || -> Vec<f64> {
-        // E_i = L_i * K, K keeping the magnitudes near the claims.
-        let k = claims / limits;
+        // E_i = L_i * K with K = min(c_i / L_i): every scale <= 1, so no user's effective
+        // priority exceeds its claim (the fuzzer's invariant), and the shares follow the limits.
+        let k = users
+            .iter()
+            .map(|&(c, l)| c / l)
+            .fold(f64::INFINITY, f64::min);
         users
             .iter()
-            .map(|&(c, l)| if c > 0.0 { l * k / c } else { 1.0 })
+            .map(|&(c, l)| if c > 0.0 { (l * k / c).min(1.0) } else { 1.0 })
             .collect()
     };
     if limits <= 1.0 {
@@ -382,6 +385,7 @@ mod tests {
         let s = share_scales(&[(1000.0, 0.4), (1.0, 0.4)]);
         let (a, b) = (1000.0 * s[0], s[1]);
         assert!((a / (a + b) - 0.5).abs() < 1e-12, "{s:?}");
+        assert!(s.iter().all(|&x| x <= 1.0), "never above the claim: {s:?}");
         let s = share_scales(&[(1000.0, 0.1), (1.0, 0.5)]);
         let (a, b) = (1000.0 * s[0], s[1]);
         assert!((a / (a + b) - 0.1 / 0.6).abs() < 1e-12, "{s:?}");
