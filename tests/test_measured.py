@@ -93,7 +93,7 @@ def test_the_bindings_refuse_bad_arguments_and_add_nothing():
 def test_the_linux_engine_refuses_a_measured_group():
     from macroflow.linux import LinuxEngineError, plan
 
-    with pytest.raises(LinuxEngineError, match="'measured' runs in the simulator only"):
+    with pytest.raises(LinuxEngineError, match="measured groups run in the simulator only"):
         plan(load(FILE))
 
 
