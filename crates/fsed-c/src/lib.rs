@@ -418,26 +418,18 @@ pub unsafe extern "C" fn mf_fse_register_rate(
     timeout_ms_: i32,
     out: *mut mf_fse_registered,
 ) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: the caller's contract (the same as mf_fse_register_rate_desired's).
     unsafe {
-        call(client, |c| {
-            let group = group_spec(group)?;
-            if out.is_null() {
-                return Err(null("out"));
-            }
-            let a = algorithm(algorithm_)?;
-            let t = timeout_ms(timeout_ms_)?;
-            let r = c.register_rate(group, priority, initial_rate_bps, None, a, t)?;
-            put(
-                out,
-                mf_fse_registered {
-                    flow: r.flow,
-                    group: r.group,
-                    rate_bps: r.rate_bps,
-                },
-            );
-            Ok(MF_FSE_OK)
-        })
+        mf_fse_register_rate_desired(
+            client,
+            group,
+            priority,
+            initial_rate_bps,
+            -1.0,
+            algorithm_,
+            timeout_ms_,
+            out,
+        )
     }
 }
 

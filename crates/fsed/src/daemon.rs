@@ -649,65 +649,26 @@ impl Daemon {
         // Build or find the group, register (the coupler checks before it changes anything).
         let (gid, reply) = match existing {
             Some(gid) => {
-                let reply = match (
-                    &mut self.groups.get_mut(&gid).expect("exists").coupler,
-                    &kind,
-                ) {
-                    (
-                        Coupler::Rate(g),
-                        Kind::Rate {
-                            initial_rate_bps, ..
-                        },
-                    ) => register_rate(g, fid, effective, *initial_rate_bps, now)
-                        .map_err(|e| coupling_err(op, e))?,
-                    (
-                        Coupler::Window(g, _),
-                        Kind::Window {
-                            cwnd_pkts,
-                            ssthresh_pkts,
-                        },
-                    ) => g
-                        .register(fid, effective, *cwnd_pkts, *ssthresh_pkts)
-                        .map(|r| (r.cwnd_pkts, r.ssthresh_pkts, Vec::new()))
-                        .map_err(|e| coupling_err(op, e))?,
-                    _ => unreachable!("kinds checked above"),
-                };
+                let c = &mut self.groups.get_mut(&gid).expect("exists").coupler;
+                let reply = register_into(c, fid, effective, &kind, now)
+                    .map_err(|e| coupling_err(op, e))?;
                 (gid, reply)
             }
             None => {
-                let (mut coupler, kind_ok) = match &kind {
+                let mut coupler = match &kind {
                     Kind::Rate { algorithm, .. } => {
                         let a = fixed
                             .or(*algorithm)
                             .unwrap_or(self.config.default_algorithm());
-                        (Coupler::Rate(FseGroup::new(a.to_fse())), true)
+                        Coupler::Rate(FseGroup::new(a.to_fse()))
                     }
                     Kind::Window { .. } => {
                         let k = self.config.window_coupler();
-                        (Coupler::Window(k.build(), k), true)
+                        Coupler::Window(k.build(), k)
                     }
                 };
-                debug_assert!(kind_ok);
-                let reply = match (&mut coupler, &kind) {
-                    (
-                        Coupler::Rate(g),
-                        Kind::Rate {
-                            initial_rate_bps, ..
-                        },
-                    ) => register_rate(g, fid, effective, *initial_rate_bps, now)
-                        .map_err(|e| coupling_err(op, e))?,
-                    (
-                        Coupler::Window(g, _),
-                        Kind::Window {
-                            cwnd_pkts,
-                            ssthresh_pkts,
-                        },
-                    ) => g
-                        .register(fid, effective, *cwnd_pkts, *ssthresh_pkts)
-                        .map(|r| (r.cwnd_pkts, r.ssthresh_pkts, Vec::new()))
-                        .map_err(|e| coupling_err(op, e))?,
-                    _ => unreachable!("built for the kind"),
-                };
+                let reply = register_into(&mut coupler, fid, effective, &kind, now)
+                    .map_err(|e| coupling_err(op, e))?;
                 let gid = self.next_group;
                 self.next_group += 1;
                 self.by_key.insert((scope.clone(), key.clone()), gid);
@@ -895,6 +856,35 @@ enum Kind {
         cwnd_pkts: f64,
         ssthresh_pkts: f64,
     },
+}
+
+/// Registers a flow of `kind` with `coupler` (of the same kind: checked by the caller); returns
+/// (rate or cwnd, 0 or ssthresh, the assignments to push).
+fn register_into(
+    coupler: &mut Coupler,
+    flow: FlowId,
+    priority: f64,
+    kind: &Kind,
+    now: Instant,
+) -> Result<(f64, f64, Vec<Assignment>), coupling::Error> {
+    match (coupler, kind) {
+        (
+            Coupler::Rate(g),
+            Kind::Rate {
+                initial_rate_bps, ..
+            },
+        ) => register_rate(g, flow, priority, *initial_rate_bps, now),
+        (
+            Coupler::Window(g, _),
+            Kind::Window {
+                cwnd_pkts,
+                ssthresh_pkts,
+            },
+        ) => g
+            .register(flow, priority, *cwnd_pkts, *ssthresh_pkts)
+            .map(|r| (r.cwnd_pkts, r.ssthresh_pkts, Vec::new())),
+        _ => unreachable!("the group's kind is checked before registering"),
+    }
 }
 
 /// Registers a rate flow; returns (rate, 0, no assignments): registration recomputes no other

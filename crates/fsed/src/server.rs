@@ -313,3 +313,80 @@ pub const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2)
 fn request_id(payload: &[u8]) -> u32 {
     postcard::take_from_bytes::<u32>(payload).map_or(0, |(id, _)| id)
 }
+
+/// A daemon serving in a thread of this process, on its own current-thread runtime as
+/// `macroflowd` runs it (tests, benchmarks, an application embedding the FSE): stopped, and its
+/// socket removed, when dropped.
+pub struct Background {
+    pub path: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<io::Result<Arc<Stats>>>>,
+}
+
+impl Background {
+    /// Binds `path` with permissions `mode` and serves `config` until dropped; returns once the
+    /// socket listens (or with the bind's error).
+    pub fn start(path: &Path, mode: u32, config: Config) -> io::Result<Background> {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<()>>();
+        let p = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("macroflowd".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                rt.block_on(async move {
+                    let socket = match bind(&p, mode) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(io::Error::new(e.kind(), e.to_string())));
+                            return Err(e);
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    serve(socket, config, async {
+                        let _ = rx.await;
+                    })
+                    .await
+                })
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Background {
+                path: path.to_path_buf(),
+                stop: Some(tx),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(io::Error::other(
+                "the daemon's thread ended before it listened",
+            )),
+        }
+    }
+
+    /// Stops the daemon; returns its counters.
+    pub fn stop(mut self) -> io::Result<Arc<Stats>> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> io::Result<Arc<Stats>> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the daemon's thread panicked"))?,
+            None => Err(io::Error::other("already stopped")),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}

@@ -17,8 +17,7 @@ const M: f64 = 1e6;
 /// A daemon on a socket in a temporary directory, stopped when dropped.
 struct Daemon {
     path: PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _bg: fsed::server::Background,
     _dir: tempfile::TempDir,
 }
 
@@ -26,43 +25,17 @@ impl Daemon {
     fn start(config: &str) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fse.sock");
-        let config = Config::parse(config).unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let p = path.clone();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let socket = fsed::server::bind(&p, 0o600).unwrap();
-                ready_tx.send(()).unwrap();
-                fsed::server::serve(socket, config, async {
-                    let _ = rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        ready_rx.recv().unwrap();
+        let bg =
+            fsed::server::Background::start(&path, 0o600, Config::parse(config).unwrap()).unwrap();
         Daemon {
             path,
-            stop: Some(tx),
-            thread: Some(thread),
+            _bg: bg,
             _dir: dir,
         }
     }
 
     fn client(&self) -> Client {
         Client::connect(&self.path).unwrap()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        let _ = self.thread.take().unwrap().join();
     }
 }
 
