@@ -33,4 +33,7 @@ grep -q "scenarios/red_queue.toml" "$WORK/list.txt"
 "$WORK/venv/bin/python" -c "import macroflow; p = macroflow.run('scenarios/red_queue.toml', duration_s=2, out='$WORK/api'); print('install check: API run stored in', p)"
 echo "install check: the test suite against the installed package"
 cd "$ROOT"
+# The installed package is outside the checkout, so it cannot find the checkout's macroflowd
+# (`make build` builds it) by itself; tests/test_fse_client.py runs it.
+export MACROFLOWD="${MACROFLOWD:-$ROOT/target/release/macroflowd}"
 "$WORK/venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests
