@@ -132,6 +132,12 @@ impl Client {
         }
         self.next_id = self.next_id.wrapping_add(1).max(1);
         self.stream.write_all(&frame)?;
+        self.reply_to(id)
+    }
+
+    /// Waits for the reply to request `id`, keeping the pushes that come before it; a daemon
+    /// refusal is [`ClientError::Daemon`], a reply to another request a protocol error.
+    fn reply_to(&mut self, id: u32) -> Result<ReplyBody> {
         loop {
             match self.read_msg(None)? {
                 Some(ServerMsg::Push(p)) => self.pushes.push_back(p),
@@ -304,26 +310,13 @@ impl Client {
         let mut out = Vec::with_capacity(updates.len());
         let mut id = first;
         while out.len() < updates.len() {
-            match self.read_msg(None)? {
-                Some(ServerMsg::Push(p)) => self.pushes.push_back(p),
-                Some(ServerMsg::Reply(r)) if r.id != id => {
-                    return Err(ClientError::Protocol(format!(
-                        "reply {} to request {id}: {:?}",
-                        r.id, r.body
-                    )));
-                }
-                Some(ServerMsg::Reply(r)) => {
-                    out.push(match r.body {
-                        ReplyBody::Rate { rate_bps } => Ok(rate_bps),
-                        ReplyBody::Error { field, message } => {
-                            Err(ClientError::Daemon { field, message })
-                        }
-                        other => Err(unexpected(&other)),
-                    });
-                    id = id.wrapping_add(1).max(1);
-                }
-                None => unreachable!("no timeout"),
-            }
+            out.push(match self.reply_to(id) {
+                Ok(ReplyBody::Rate { rate_bps }) => Ok(rate_bps),
+                Ok(other) => Err(unexpected(&other)),
+                Err(e @ ClientError::Daemon { .. }) => Err(e),
+                Err(e) => return Err(e),
+            });
+            id = id.wrapping_add(1).max(1);
         }
         Ok(out)
     }
