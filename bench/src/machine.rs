@@ -140,3 +140,27 @@ pub fn this_thread() -> (u64, u64, u64) {
         status_kib("/proc/thread-self/status", "nonvoluntary_ctxt_switches:"),
     )
 }
+
+/// The head of every result file: the command that made it, when, and the machine's facts (its
+/// load average before and after the run says how much else was running).
+pub fn facts(
+    command: &str,
+    load_before: [f64; 3],
+    load_after: [f64; 3],
+) -> serde_json::Map<String, serde_json::Value> {
+    let v = serde_json::json!({
+        "command": command,
+        "date_unix_s": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        "nproc": nproc(),
+        "kernel": kernel(),
+        "cpu": cpu_model(),
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
+    });
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => unreachable!("an object literal"),
+    }
+}

@@ -100,16 +100,13 @@ fn main() -> ExitCode {
     } else {
         f64::NAN
     };
-    let json = serde_json::json!({
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "date_unix_s": std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        "nproc": machine::nproc(),
-        "kernel": machine::kernel(),
-        "cpu": machine::cpu_model(),
-        "loadavg_before": load_before,
-        "loadavg_after": load_after,
+    let mut json = machine::facts(
+        &std::env::args().collect::<Vec<_>>().join(" "),
+        load_before,
+        load_after,
+    );
+    json.extend(
+        serde_json::json!({
         "machine_busy_fraction": machine_busy,
         "execs": report.execs,
         "seed": report.seed,
@@ -129,7 +126,12 @@ fn main() -> ExitCode {
         "violations": report.violations.iter().map(|v| serde_json::json!({
             "exec": v.exec, "kind": v.kind, "detail": v.detail, "input_hex": v.input_hex,
         })).collect::<Vec<_>>(),
-    });
+        })
+        .as_object()
+        .expect("an object literal")
+        .clone(),
+    );
+    let json = serde_json::Value::Object(json);
     match serde_json::to_string_pretty(&json) {
         Ok(text) if machine::parent_exists(&json_path) => {
             if let Err(e) = std::fs::write(&json_path, text + "\n") {

@@ -745,16 +745,9 @@ fn main() -> ExitCode {
     let target_met = a.rate == 0 || achieved >= 0.99 * a.rate as f64;
     let rss_flat = (rss_end as f64) <= first_rss as f64 * 1.05 + 2.0 * (1u64 << 20) as f64;
     let first_error = shared.first_error.lock().expect("not poisoned").clone();
-    let json = serde_json::json!({
-        "command": command,
-        "date_unix_s": std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        "nproc": machine::nproc(),
-        "kernel": machine::kernel(),
-        "cpu": machine::cpu_model(),
-        "loadavg_before": load_before,
-        "loadavg_after": load_after,
+    let mut json = machine::facts(&command, load_before, load_after);
+    json.extend(
+        serde_json::json!({
         "config": {
             "rate": a.rate, "duration_s": a.duration_s, "clients": a.clients,
             "flows_per_client": a.flows_per_client,
@@ -811,7 +804,12 @@ fn main() -> ExitCode {
             "ratio_p50_latency": ratio_p50,
         },
         "intervals": intervals,
-    });
+        })
+        .as_object()
+        .expect("an object literal")
+        .clone(),
+    );
+    let json = serde_json::Value::Object(json);
     match serde_json::to_string_pretty(&json) {
         Ok(text) if machine::parent_exists(&a.json) => {
             if let Err(e) = std::fs::write(&a.json, text + "\n") {
